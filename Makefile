@@ -1,0 +1,55 @@
+# kreplica: `make demo` runs the main job, `make test` runs every check. Both set up .venv first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JAVA_HINT := install Java 17, e.g. 'apt-get install -y openjdk-17-jre-headless'
+
+.PHONY: venv java demo test lint typecheck unit check-ci check-full clean
+
+venv: $(STAMP) build/typecheck/kreplica
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+# mypy reads the package through a symlink tree, as the editable install maps it.
+build/typecheck/kreplica:
+	mkdir -p $@
+	ln -sfn ../../../impl $@/impl
+	ln -sfn ../../../conformance $@/conformance
+
+# TLC needs a JVM: install Debian's when we can (root with apt-get), else say how in one line.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null \
+	      || { echo "java not found and could not be installed: $(JAVA_HINT)" >&2; exit 1; }; \
+	  else echo "java not found: $(JAVA_HINT)" >&2; exit 1; fi; }
+
+demo: venv java
+	$(BIN)/kreplica check --suite ci
+
+lint: venv
+	$(BIN)/ruff check impl conformance tests
+	$(BIN)/ruff format --check impl conformance tests
+
+typecheck: venv
+	MYPYPATH=build/typecheck $(BIN)/mypy -p kreplica.impl -p kreplica.conformance
+
+check-ci: venv java
+	$(BIN)/kreplica check --suite ci
+
+check-full: venv java
+	$(BIN)/kreplica check --suite full
+
+unit: venv java
+	$(BIN)/pytest -q
+
+test: lint typecheck check-ci unit
+
+clean:
+	rm -rf $(VENV) build .mypy_cache .ruff_cache .pytest_cache .hypothesis out

@@ -1,0 +1,1 @@
+"""kreplica.conformance: TLC runner, ITF traces, trace validation and the `kreplica` CLI."""

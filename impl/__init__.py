@@ -1,0 +1,1 @@
+"""kreplica.impl: a sans-IO reference implementation of Kafka 2.6 partition replication."""

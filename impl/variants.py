@@ -1,0 +1,105 @@
+"""The one registry of protocol variants and seeded bugs (DESIGN.md, "Protocol variants").
+
+Every name here is spelled the same in the spec's model configs (TLA+ constants), in the
+implementation (a `Variant` value) and on the command line (`--variant truncation=hw`,
+`--bug early-ack`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+
+# dimension -> allowed values; the first value is the default (the correct modern protocol).
+DIMENSIONS: Mapping[str, tuple[str, ...]] = {
+    "truncation": ("kip279", "kip101", "hw", "fetch-diverging"),
+    "election": ("clean", "unclean"),
+    "acks": ("-1", "1"),
+    "fencing": ("kip320", "off"),
+    "isr": ("sync", "alter-partition"),
+    "elr": ("off", "on"),
+}
+
+# seeded bug -> what it does
+BUGS: Mapping[str, str] = {
+    "early-ack": "acks=-1 answered before the HW covers the record",
+    "hw-from-non-isr": "HW advanced by replicas outside the ISR",
+    "no-leso-guard": "ISR expansion without the leader-epoch-start-offset guard (KAFKA-7128)",
+    "skip-same-leader-truncation": (
+        "no truncation when the leader is unchanged but the epoch moved (KAFKA-7164)"
+    ),
+    "hw-not-clamped": "follower HW not clamped to its own LEO",
+}
+
+# TLA+ constant name of each dimension in spec/*.cfg; the set of seeded bugs is `Bugs`.
+SPEC_CONSTANTS: Mapping[str, str] = {
+    "truncation": "Truncation",
+    "election": "Election",
+    "acks": "Acks",
+    "fencing": "Fencing",
+    "isr": "IsrMode",
+    "elr": "Elr",
+}
+
+
+class VariantError(ValueError):
+    """A variant or bug name that is not in the registry."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One protocol choice per dimension plus a set of seeded bugs; the default is correct."""
+
+    truncation: str = "kip279"
+    election: str = "clean"
+    acks: str = "-1"
+    fencing: str = "kip320"
+    isr: str = "sync"
+    elr: str = "off"
+    bugs: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        for name, allowed in DIMENSIONS.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise VariantError(
+                    f"unknown value {value!r} for {name}; choose one of {', '.join(allowed)}"
+                )
+        unknown = sorted(set(self.bugs) - set(BUGS))
+        if unknown:
+            raise VariantError(f"unknown bug {unknown[0]!r}; choose from {', '.join(BUGS)}")
+
+    def has_bug(self, bug: str) -> bool:
+        """True when the seeded bug `bug` (a registry name) is switched on."""
+        if bug not in BUGS:
+            raise VariantError(f"unknown bug {bug!r}")
+        return bug in self.bugs
+
+    @property
+    def is_safe(self) -> bool:
+        """True for the correct protocol: every dimension at its default, no bug."""
+        return self == Variant()
+
+    def label(self) -> str:
+        """A short stable name, e.g. 'truncation=hw,bug=early-ack' ('default' when safe)."""
+        parts = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name != "bugs" and getattr(self, f.name) != DIMENSIONS[f.name][0]
+        ]
+        parts += [f"bug={b}" for b in sorted(self.bugs)]
+        return ",".join(parts) or "default"
+
+
+def parse_variant(assignments: Iterable[str] = (), bugs: Iterable[str] = ()) -> Variant:
+    """Build a Variant from CLI words like 'truncation=hw' and bug names; VariantError if bad."""
+    chosen: dict[str, str] = {}
+    for word in assignments:
+        name, sep, value = word.partition("=")
+        if not sep or name not in DIMENSIONS:
+            raise VariantError(
+                f"bad --variant {word!r}; expected NAME=VALUE with NAME one of "
+                f"{', '.join(DIMENSIONS)}"
+            )
+        chosen[name] = value
+    return Variant(bugs=frozenset(bugs), **chosen)

@@ -1,0 +1,726 @@
+-------------------------- MODULE KafkaReplication --------------------------
+(***************************************************************************)
+(* One Kafka partition replicated on a few brokers, with a controller:     *)
+(* the high watermark (HW) and log end offset (LEO), leader-epoch          *)
+(* truncation, and the acks=-1 commit rule, as in Kafka 2.6.               *)
+(*                                                                         *)
+(* Offsets are 0-based: the record at offset o is log[r][o + 1], and       *)
+(* LEO(r) = Len(log[r]).  Rule numbers (R1..R17) and scenarios (S1..S13)   *)
+(* refer to shared/kafka-semantics.md.  Every action is one step of the    *)
+(* implementation (kreplica.impl); its name and arguments are recorded in  *)
+(* the variable `action`, which traces carry as each state's #meta.        *)
+(***************************************************************************)
+EXTENDS Integers, Sequences, FiniteSets, TLC
+
+CONSTANTS
+    \* @type: Set(Int);
+    Replicas,             \* broker ids, positive integers
+    \* @type: Int;
+    MaxRecords,           \* producers send records 1..MaxRecords
+    \* @type: Int;
+    MaxEpoch,             \* the controller elects at most up to this leader epoch
+    \* @type: Int;
+    MaxCrashes,           \* process crashes (the log survives)
+    \* @type: Int;
+    MaxUncleanShutdowns,  \* power losses (the log above the recovery point is lost)
+    \* @type: Int;
+    MaxFetchRecords,      \* replica.fetch.max.bytes, counted in records
+    \* @type: Int;
+    MinIsr,               \* min.insync.replicas
+    \* @type: Str;
+    Truncation,           \* "kip279" | "kip101" | "hw" (registry: truncation)
+    \* @type: Str;
+    Election,             \* "clean" | "unclean"     (registry: election)
+    \* @type: Str;
+    Acks,                 \* "-1" | "1"             (registry: acks)
+    \* @type: Str;
+    Fencing,              \* "kip320" | "off"        (registry: fencing)
+    \* @type: Set(Str);
+    Bugs,                 \* seeded bugs, names from the registry
+    \* @type: Bool;
+    LossyNetwork          \* may the network drop messages?
+
+ASSUME Truncation \in {"kip279", "kip101", "hw"}
+ASSUME Election \in {"clean", "unclean"}
+ASSUME Acks \in {"-1", "1"}
+ASSUME Fencing \in {"kip320", "off"}
+ASSUME Bugs \subseteq {"early-ack", "hw-from-non-isr", "no-leso-guard",
+                       "skip-same-leader-truncation", "hw-not-clamped"}
+
+NoLeader == -1     \* a replica that knows no leader
+Undefined == -1    \* UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
+Controller == 0    \* the sender of LeaderAndIsr
+
+(* @typeAlias: ENTRY = {epoch: Int, record: Int};                          *)
+(* @typeAlias: CACHEENTRY = {epoch: Int, startOffset: Int};                *)
+(* Messages are records whose `type` field says which fields they carry:   *)
+(* FetchRequest{src,dst,epoch,offset}, FetchResponse{src,dst,epoch,offset, *)
+(* error,entries,hw,leo}, OffsetsForLeaderEpochRequest{src,dst,epoch,      *)
+(* requested}, OffsetsForLeaderEpochResponse{src,dst,epoch,requested,      *)
+(* error,leaderEpoch,endOffset}, LeaderAndIsr{src,dst,epoch,leader,isr}.   *)
+
+VARIABLES
+    \* --- per replica (the broker's Log, LeaderEpochFileCache and Partition) ---
+    \* @type: Int -> Seq(ENTRY);
+    log,            \* the replica's log: one entry (epoch, record id) per offset
+    \* @type: Int -> Int;
+    hw,             \* its high watermark (checkpointed: survives a crash)
+    \* @type: Int -> Seq(CACHEENTRY);
+    epochCache,     \* its leader-epoch cache: (epoch, start offset), ascending
+    \* @type: Int -> Int;
+    recoveryPoint,  \* its flushed offset: an unclean shutdown keeps log below it
+    \* @type: Int -> Int;
+    leaderEpoch,    \* the leader epoch it last accepted from LeaderAndIsr (-1: none)
+    \* @type: Int -> Int;
+    leader,         \* the leader it follows, itself when it leads, or NoLeader
+    \* @type: Int -> Str;
+    fetchState,     \* its fetcher: "Idle" | "Truncating" | "Fetching" | "Failed"
+    \* @type: Int -> Set(Int);
+    isr,            \* the ISR as this replica knows it while it leads ({} otherwise)
+    \* @type: Int -> (Int -> Int);
+    remoteLeo,      \* remoteLeo[l][f]: leader l's view of follower f's LEO (-1: unknown)
+    \* --- the controller and the cluster ---
+    \* @type: Set(Int);
+    alive,          \* brokers that are running
+    \* @type: Int;
+    ctrlLeader,     \* the leader the controller elected (it may have died since)
+    \* @type: Int;
+    ctrlEpoch,      \* the controller's leader epoch
+    \* @type: Set(Int);
+    ctrlIsr,        \* the ISR in the controller (ZooKeeper)
+    \* @type: Set($message);
+    msgs,           \* messages in flight
+    \* --- clients and history (for the invariants) ---
+    \* @type: Int;
+    nextRecord,     \* the id of the next record a producer sends
+    \* @type: Set({record: Int, replica: Int, offset: Int});
+    pending,        \* acks=-1 produces waiting in the leader's purgatory
+    \* @type: Set(Int);
+    acked,          \* records acknowledged to a producer (acks=-1 or acks=1)
+    \* @type: Set(<<Int, Int>>);
+    committed,      \* <<offset, record>> ever below a leader's HW: what consumers read
+    \* @type: Int;
+    crashes,        \* process crashes so far
+    \* @type: Int;
+    uncleanShutdowns, \* unclean shutdowns so far
+    \* @type: Set({replica: Int, record: Int, cause: Str});
+    removed,        \* records removed from a log, by truncation or an unclean shutdown
+    \* @type: {name: Str, args: Str -> Int};
+    action          \* the action that produced this state, and its arguments
+
+replicaVars == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader,
+                 fetchState, isr, remoteLeo>>
+clusterVars == <<alive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs>>
+historyVars == <<nextRecord, pending, acked, committed, crashes, uncleanShutdowns>>
+vars == <<replicaVars, clusterVars, historyVars, removed, action>>
+
+\* The fingerprint leaves out `removed` and `action`: they record how a state was
+\* reached, and no invariant but the witnesses reads them (witness configs omit VIEW).
+View == <<replicaVars, clusterVars, historyVars>>
+
+-----------------------------------------------------------------------------
+(* Helpers *)
+
+Min(S) == CHOOSE x \in S : \A y \in S : x <= y
+Max(S) == CHOOSE x \in S : \A y \in S : x >= y
+Min2(a, b) == IF a <= b THEN a ELSE b
+
+LEO(r) == Len(log[r])
+Prefix(s, n) == SubSeq(s, 1, n)
+IsPrefix(s, t) == Len(s) <= Len(t) /\ s = Prefix(t, Len(s))
+RecordsOf(r) == {log[r][i].record : i \in DOMAIN log[r]}
+Act(name, args) == action' = [name |-> name, args |-> args]
+
+LatestEpoch(r) ==
+    IF epochCache[r] = <<>> THEN Undefined ELSE epochCache[r][Len(epochCache[r])].epoch
+
+\* LeaderEpochFileCache.assign (R2).
+Assign(cache, e, start) ==
+    IF cache # <<>> /\ cache[Len(cache)].epoch = e /\ start >= cache[Len(cache)].startOffset
+    THEN cache
+    ELSE Append(SelectSeq(cache, LAMBDA c: c.epoch < e /\ c.startOffset < start),
+                [epoch |-> e, startOffset |-> start])
+
+\* LeaderEpochFileCache.truncateFromEnd (R4).
+TruncateFromEnd(cache, off) == SelectSeq(cache, LAMBDA c: c.startOffset < off)
+
+\* Assign the epoch of every batch a follower appends at offsets from..
+RECURSIVE AssignAll(_, _, _)
+AssignAll(cache, entries, from) ==
+    IF entries = <<>> THEN cache
+    ELSE AssignAll(Assign(cache, Head(entries).epoch, from), Tail(entries), from + 1)
+
+\* LeaderEpochFileCache.endOffsetFor (R3), as KIP-279 answers:
+\* <<largest epoch <= requested, the offset where it ends>>.
+EndOffsetFor(cache, requested, leo) ==
+    LET n == Len(cache)
+        higher == {i \in 1..n : cache[i].epoch > requested}
+        atMost == {i \in 1..n : cache[i].epoch <= requested}
+    IN  IF requested = Undefined \/ n = 0 THEN <<Undefined, Undefined>>
+        ELSE IF requested = cache[n].epoch THEN <<requested, leo>>
+        ELSE IF higher = {} THEN <<Undefined, Undefined>>
+        ELSE IF atMost = {} THEN <<requested, cache[1].startOffset>>
+        ELSE <<cache[Max(atMost)].epoch, cache[Min(higher)].startOffset>>
+
+\* The KIP-101 answer: the start of the first epoch above `requested`, no epoch.
+EndOffsetForKip101(cache, requested, leo) ==
+    LET n == Len(cache)
+        higher == {i \in 1..n : cache[i].epoch > requested}
+    IN  IF requested = Undefined \/ n = 0 THEN <<Undefined, Undefined>>
+        ELSE IF requested = cache[n].epoch THEN <<Undefined, leo>>
+        ELSE IF higher = {} THEN <<Undefined, Undefined>>
+        ELSE <<Undefined, cache[Min(higher)].startOffset>>
+
+\* Partition.checkCurrentLeaderEpoch, then the leader check (R1).
+RequestError(l, epoch) ==
+    IF Fencing = "kip320" /\ epoch < leaderEpoch[l] THEN "FENCED_LEADER_EPOCH"
+    ELSE IF Fencing = "kip320" /\ epoch > leaderEpoch[l] THEN "UNKNOWN_LEADER_EPOCH"
+    ELSE IF leader[l] # l THEN "NOT_LEADER_OR_FOLLOWER"
+    ELSE "NONE"
+
+\* The leader-epoch start offset of leader l: where its current epoch began (R5).
+Leso(l) ==
+    LET here == {i \in DOMAIN epochCache[l] : epochCache[l][i].epoch = leaderEpoch[l]}
+    IN  IF here = {} THEN LEO(l) ELSE epochCache[l][Min(here)].startOffset
+
+\* The HW that leader l's ISR supports (R13), from its LEO and its followers' LEOs.
+\* The seeded bug "hw-from-non-isr" counts the followers the leader has heard
+\* from instead, in the ISR or not, and so skips ISR members it has not.
+IsrHw(l, lg, rl, is) ==
+    LET counted == IF "hw-from-non-isr" \in Bugs
+                   THEN {f \in Replicas \ {l} : rl[l][f] >= 0}
+                   ELSE is \ {l}
+    IN  Min({Len(lg[l])} \cup {rl[l][f] : f \in counted})
+
+\* Partition.maybeIncrementLeaderHW (R13): the HW only moves forward.
+NewHw(l, lg, rl, is) ==
+    LET c == IsrHw(l, lg, rl, is) IN IF c > hw[l] THEN c ELSE hw[l]
+
+\* What consumers may now read below leader l's new HW.
+Exposed(l, lg, newHw) == {<<o, lg[l][o + 1].record>> : o \in hw[l]..(newHw - 1)}
+
+\* DelayedProduce.tryComplete for every produce waiting on leader l (R14):
+\* done once the HW passes the record; acked only if the ISR is large enough.
+DoneProduces(l, lg, newHw) ==
+    {p \in pending : p.replica = l /\ p.offset < newHw
+                     /\ Len(lg[l]) > p.offset /\ lg[l][p.offset + 1].record = p.record}
+AckedProduces(l, lg, newHw, is) ==
+    IF Cardinality(is) >= MinIsr THEN {p.record : p \in DoneProduces(l, lg, newHw)} ELSE {}
+
+\* Move leader l's HW to newHw: expose the records and complete waiting produces.
+AdvanceHw(l, lg, newHw, is) ==
+    /\ hw' = [hw EXCEPT ![l] = newHw]
+    /\ committed' = committed \cup Exposed(l, lg, newHw)
+    /\ pending' = pending \ DoneProduces(l, lg, newHw)
+    /\ acked' = acked \cup AckedProduces(l, lg, newHw, is)
+
+\* Log.truncateTo: drop the offsets from `to` on (a no-op when to >= LEO).
+Truncate(r, to, cause) ==
+    IF to >= LEO(r)
+    THEN UNCHANGED <<log, epochCache, hw, recoveryPoint, removed>>
+    ELSE /\ log' = [log EXCEPT ![r] = Prefix(@, to)]
+         /\ epochCache' = [epochCache EXCEPT ![r] = TruncateFromEnd(@, to)]
+         /\ hw' = [hw EXCEPT ![r] = Min2(@, to)]
+         /\ recoveryPoint' = [recoveryPoint EXCEPT ![r] = Min2(@, to)]
+         /\ removed' = removed \cup {[replica |-> r, record |-> log[r][i].record,
+                                      cause |-> cause] : i \in (to + 1)..LEO(r)}
+
+\* A follower's fetcher has a request or a response on the way with its leader.
+Outstanding(f) ==
+    \E m \in msgs : \/ m.src = f /\ m.dst = leader[f]
+                    \/ m.dst = f /\ m.src = leader[f] /\ m.type # "LeaderAndIsr"
+
+FollowsLeader(f) == f \in alive /\ leader[f] \notin {NoLeader, f}
+
+LeaderAndIsrTo(r) ==
+    [type |-> "LeaderAndIsr", src |-> Controller, dst |-> r,
+     epoch |-> ctrlEpoch', leader |-> ctrlLeader', isr |-> ctrlIsr']
+
+Reply(m, response) == msgs' = (msgs \ {m}) \cup {response}
+Consume(m) == msgs' = msgs \ {m}
+
+-----------------------------------------------------------------------------
+(* The initial state: the controller has elected replica Min(Replicas) in     *)
+(* epoch 1 with every replica in the ISR, and every replica has handled that  *)
+(* LeaderAndIsr (the leader assigned epoch 1 at offset 0, R5).                *)
+
+FirstLeader == Min(Replicas)
+
+Init ==
+    /\ log = [r \in Replicas |-> <<>>]
+    /\ hw = [r \in Replicas |-> 0]
+    /\ epochCache = [r \in Replicas |->
+                        IF r = FirstLeader /\ Truncation = "kip279"
+                        THEN <<[epoch |-> 1, startOffset |-> 0]>> ELSE <<>>]
+    /\ recoveryPoint = [r \in Replicas |-> 0]
+    /\ leaderEpoch = [r \in Replicas |-> 1]
+    /\ leader = [r \in Replicas |-> FirstLeader]
+    /\ fetchState = [r \in Replicas |-> IF r = FirstLeader THEN "Idle" ELSE "Truncating"]
+    /\ isr = [r \in Replicas |-> IF r = FirstLeader THEN Replicas ELSE {}]
+    /\ remoteLeo = [r \in Replicas |-> [f \in Replicas |-> -1]]
+    /\ alive = Replicas
+    /\ ctrlLeader = FirstLeader
+    /\ ctrlEpoch = 1
+    /\ ctrlIsr = Replicas
+    /\ msgs = {}
+    /\ nextRecord = 1
+    /\ pending = {}
+    /\ acked = {}
+    /\ committed = {}
+    /\ crashes = 0
+    /\ uncleanShutdowns = 0
+    /\ removed = {}
+    /\ action = [name |-> "Init", args |-> <<>>]
+
+-----------------------------------------------------------------------------
+(* Clients *)
+
+\* ReplicaManager.appendRecords -> Partition.appendRecordsToLeader (R14, R13).
+\* A producer sends record `nextRecord` to leader l.  With acks=-1 and an ISR
+\* below min.insync.replicas it is refused (NOT_ENOUGH_REPLICAS) and nothing is
+\* appended.  Otherwise it is appended in the leader's epoch; acks=1 is answered
+\* at once, acks=-1 waits in the purgatory until the HW passes it.
+Produce(l) ==
+    /\ l \in alive /\ leader[l] = l
+    /\ nextRecord <= MaxRecords
+    /\ nextRecord' = nextRecord + 1
+    /\ Act("Produce", [replica |-> l, record |-> nextRecord])
+    /\ IF Acks = "-1" /\ Cardinality(isr[l]) < MinIsr
+       THEN UNCHANGED <<replicaVars, clusterVars, pending, acked, committed,
+                        crashes, uncleanShutdowns, removed>>
+       ELSE LET off == LEO(l)
+                lg == [log EXCEPT ![l] = Append(@, [epoch |-> leaderEpoch[l],
+                                                    record |-> nextRecord])]
+                newHw == NewHw(l, lg, remoteLeo, isr[l])
+                p == [record |-> nextRecord, replica |-> l, offset |-> off]
+                waits == Acks = "-1" /\ "early-ack" \notin Bugs
+            IN  /\ log' = lg
+                /\ epochCache' = [epochCache EXCEPT ![l] = Assign(@, leaderEpoch[l], off)]
+                /\ hw' = [hw EXCEPT ![l] = newHw]
+                /\ committed' = committed \cup Exposed(l, lg, newHw)
+                /\ IF waits /\ newHw <= off
+                   THEN pending' = pending \cup {p} /\ UNCHANGED acked
+                   ELSE /\ acked' = IF waits /\ Cardinality(isr[l]) < MinIsr
+                                    THEN acked ELSE acked \cup {nextRecord}
+                        /\ UNCHANGED pending
+                /\ UNCHANGED <<recoveryPoint, leaderEpoch, leader, fetchState, isr,
+                               remoteLeo, clusterVars, crashes, uncleanShutdowns, removed>>
+
+-----------------------------------------------------------------------------
+(* Replication: the fetch path *)
+
+\* AbstractFetcherThread.maybeFetch / ReplicaFetcherThread.buildFetch (R8):
+\* follower f asks its leader for records from its LEO, in its leader epoch.
+FollowerSendFetch(f) ==
+    /\ FollowsLeader(f)
+    /\ fetchState[f] = "Fetching"
+    /\ ~Outstanding(f)
+    /\ msgs' = msgs \cup {[type |-> "FetchRequest", src |-> f, dst |-> leader[f],
+                           epoch |-> leaderEpoch[f], offset |-> LEO(f)]}
+    /\ Act("FollowerSendFetch", [replica |-> f, leader |-> leader[f]])
+    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+
+\* ReplicaManager.fetchMessages for a follower (R15, R1, R10, R11, R13): record
+\* the follower's LEO, maybe add it to the ISR, maybe advance the HW, and send
+\* back the records from its fetch offset with the HW as it was BEFORE this fetch.
+LeaderHandleFetch(m) ==
+    /\ m \in msgs /\ m.type = "FetchRequest" /\ m.dst \in alive
+    /\ LET l == m.dst
+           f == m.src
+           err == RequestError(l, m.epoch)
+           response(e, entries) ==
+               [type |-> "FetchResponse", src |-> l, dst |-> f, epoch |-> m.epoch,
+                offset |-> m.offset, error |-> e, entries |-> entries, hw |-> hw[l],
+                leo |-> LEO(l)]
+       IN
+       /\ Act("LeaderHandleFetch", [replica |-> l, follower |-> f, offset |-> m.offset])
+       /\ IF err = "NONE" /\ m.offset <= LEO(l)
+          THEN LET rl == [remoteLeo EXCEPT ![l][f] = m.offset]
+                   expand == /\ f \notin isr[l]
+                             /\ m.offset >= hw[l]
+                             /\ m.offset >= Leso(l) \/ "no-leso-guard" \in Bugs
+                             /\ leaderEpoch[l] = ctrlEpoch   \* the ISR write succeeds
+                   newIsr == IF expand THEN isr[l] \cup {f} ELSE isr[l]
+                   newHw == NewHw(l, log, rl, newIsr)
+               IN  /\ remoteLeo' = rl
+                   /\ isr' = [isr EXCEPT ![l] = newIsr]
+                   /\ ctrlIsr' = IF expand THEN newIsr ELSE ctrlIsr
+                   /\ AdvanceHw(l, log, newHw, newIsr)
+                   /\ Reply(m, response("NONE", SubSeq(log[l], m.offset + 1,
+                                                       Min2(LEO(l), m.offset + MaxFetchRecords))))
+                   /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader,
+                                  fetchState, alive, ctrlLeader, ctrlEpoch, nextRecord,
+                                  crashes, uncleanShutdowns, removed>>
+          ELSE /\ Reply(m, response(IF err = "NONE" THEN "OFFSET_OUT_OF_RANGE" ELSE err, <<>>))
+               /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr,
+                              historyVars, removed>>
+
+\* AbstractFetcherThread.processFetchRequest (R8, R9): follower f appends what
+\* its leader sent and sets HW = min(leader HW, own LEO).  A response that no
+\* longer matches the fetcher's state is ignored.
+FollowerHandleFetchResponse(m) ==
+    /\ m \in msgs /\ m.type = "FetchResponse" /\ m.dst \in alive
+    /\ LET f == m.dst
+           current == /\ fetchState[f] = "Fetching" /\ leader[f] = m.src
+                      /\ leaderEpoch[f] = m.epoch /\ m.offset = LEO(f)
+           newLog == log[f] \o m.entries
+       IN
+       /\ Act("FollowerHandleFetchResponse", [replica |-> f, leader |-> m.src])
+       /\ Consume(m)
+       /\ CASE current /\ m.error = "NONE" ->
+                 /\ log' = [log EXCEPT ![f] = newLog]
+                 /\ epochCache' = [epochCache EXCEPT ![f] = AssignAll(@, m.entries, m.offset)]
+                 /\ hw' = [hw EXCEPT ![f] = IF "hw-not-clamped" \in Bugs THEN m.hw
+                                            ELSE Min2(m.hw, Len(newLog))]
+                 /\ UNCHANGED <<recoveryPoint, leaderEpoch, leader, fetchState, isr,
+                                remoteLeo, removed>>
+            [] current /\ m.error = "OFFSET_OUT_OF_RANGE" ->   \* R9: leader's log is shorter
+                 /\ Truncate(f, m.leo, "truncation")
+                 /\ UNCHANGED <<leaderEpoch, leader, fetchState, isr, remoteLeo>>
+            [] current /\ m.error = "FENCED_LEADER_EPOCH" ->   \* R7: mark failed
+                 /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
+                 /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader,
+                                isr, remoteLeo, removed>>
+            [] OTHER ->   \* stale, or an error to back off from and retry
+                 UNCHANGED <<replicaVars, removed>>
+       /\ UNCHANGED <<alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
+
+-----------------------------------------------------------------------------
+(* Replication: truncation when a replica becomes a follower *)
+
+\* AbstractFetcherThread.truncateToHighWatermark (R7, R6a): the pre-KIP-101
+\* protocol, and any follower whose epoch cache is empty, truncate to the HW.
+FollowerTruncateToHighWatermark(f) ==
+    /\ FollowsLeader(f)
+    /\ fetchState[f] = "Truncating"
+    /\ Truncation = "hw" \/ epochCache[f] = <<>>
+    /\ Truncate(f, hw[f], "truncation")
+    /\ fetchState' = [fetchState EXCEPT ![f] = "Fetching"]
+    /\ Act("FollowerTruncateToHighWatermark", [replica |-> f])
+    /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, clusterVars, historyVars>>
+
+\* AbstractFetcherThread.maybeTruncate -> fetchEpochEndOffsets (R7): follower f
+\* asks its leader where its latest epoch ends, sending its current epoch too.
+FollowerSendOffsetsForLeaderEpoch(f) ==
+    /\ FollowsLeader(f)
+    /\ fetchState[f] = "Truncating"
+    /\ Truncation # "hw" /\ epochCache[f] # <<>>
+    /\ ~Outstanding(f)
+    /\ msgs' = msgs \cup {[type |-> "OffsetsForLeaderEpochRequest", src |-> f,
+                           dst |-> leader[f], epoch |-> leaderEpoch[f],
+                           requested |-> LatestEpoch(f)]}
+    /\ Act("FollowerSendOffsetsForLeaderEpoch", [replica |-> f, leader |-> leader[f]])
+    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+
+\* ReplicaManager.lastOffsetForLeaderEpoch (R1, R3): the leader answers with
+\* the end of the requested epoch in its own log.
+LeaderHandleOffsetsForLeaderEpoch(m) ==
+    /\ m \in msgs /\ m.type = "OffsetsForLeaderEpochRequest" /\ m.dst \in alive
+    /\ LET l == m.dst
+           err == RequestError(l, m.epoch)
+           answer == IF Truncation = "kip101"
+                     THEN EndOffsetForKip101(epochCache[l], m.requested, LEO(l))
+                     ELSE EndOffsetFor(epochCache[l], m.requested, LEO(l))
+       IN  /\ Reply(m, [type |-> "OffsetsForLeaderEpochResponse", src |-> l, dst |-> m.src,
+                        epoch |-> m.epoch, requested |-> m.requested, error |-> err,
+                        leaderEpoch |-> IF err = "NONE" THEN answer[1] ELSE Undefined,
+                        endOffset |-> IF err = "NONE" THEN answer[2] ELSE Undefined])
+           /\ Act("LeaderHandleOffsetsForLeaderEpoch",
+                  [replica |-> l, follower |-> m.src, requested |-> m.requested])
+    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+
+\* The follower's truncation offset and whether truncation is complete (R6).
+TruncationPoint(f, eL, oL) ==
+    LET mine == EndOffsetFor(epochCache[f], eL, LEO(f)) IN
+    IF Truncation = "kip101"
+    THEN IF oL = Undefined THEN <<hw[f], TRUE>> ELSE <<Min2(oL, LEO(f)), TRUE>>
+    ELSE CASE oL = Undefined -> <<hw[f], TRUE>>                          \* (a)
+           [] eL = Undefined -> <<Min2(oL, LEO(f)), TRUE>>               \* (b)
+           [] mine[2] = Undefined -> <<Min2(oL, LEO(f)), TRUE>>          \* (c)
+           [] mine[1] # eL -> <<Min2(mine[2], LEO(f)), FALSE>>           \* (d)
+           [] OTHER -> <<Min2(Min2(oL, mine[2]), LEO(f)), TRUE>>         \* (e)
+
+\* AbstractFetcherThread.truncateToEpochEndOffsets (R6, R7): follower f
+\* truncates where its log leaves the leader's, then fetches (or asks again).
+FollowerHandleOffsetsForLeaderEpochResponse(m) ==
+    /\ m \in msgs /\ m.type = "OffsetsForLeaderEpochResponse" /\ m.dst \in alive
+    /\ LET f == m.dst
+           current == /\ fetchState[f] = "Truncating" /\ leader[f] = m.src
+                      /\ leaderEpoch[f] = m.epoch
+           point == TruncationPoint(f, m.leaderEpoch, m.endOffset)
+       IN
+       /\ Act("FollowerHandleOffsetsForLeaderEpochResponse", [replica |-> f, leader |-> m.src])
+       /\ Consume(m)
+       /\ CASE current /\ m.error = "NONE" ->
+                 /\ Truncate(f, point[1], "truncation")
+                 /\ fetchState' = [fetchState EXCEPT ![f] = IF point[2] THEN "Fetching"
+                                                           ELSE "Truncating"]
+            [] current /\ m.error = "FENCED_LEADER_EPOCH" ->
+                 /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
+                 /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
+            [] OTHER ->
+                 UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLeader, ctrlEpoch,
+                      ctrlIsr, historyVars>>
+
+-----------------------------------------------------------------------------
+(* Leadership: LeaderAndIsr *)
+
+\* ReplicaManager.becomeLeaderOrFollower -> Partition.makeLeader / makeFollower
+\* (R5, R10, R13).  A request whose epoch is not newer than the replica's is
+\* ignored.  A new leader assigns its epoch at its LEO and forgets its
+\* followers' LEOs; a follower cancels its waiting produces and starts
+\* truncating (unless the seeded bug skips that when the leader is unchanged).
+BecomeLeaderOrFollower(m) ==
+    /\ m \in msgs /\ m.type = "LeaderAndIsr" /\ m.dst \in alive
+    /\ LET r == m.dst
+           newLeader == m.leader = r
+           wasLeader == leader[r] = r
+           rl == IF newLeader /\ ~wasLeader
+                 THEN [remoteLeo EXCEPT ![r] = [f \in Replicas |-> -1]] ELSE remoteLeo
+           cache == IF newLeader /\ Truncation = "kip279"
+                    THEN Assign(epochCache[r], m.epoch, LEO(r)) ELSE epochCache[r]
+           skip == "skip-same-leader-truncation" \in Bugs /\ leader[r] = m.leader
+           newHw == NewHw(r, log, rl, m.isr)
+       IN
+       /\ Act("BecomeLeaderOrFollower", [replica |-> r, epoch |-> m.epoch, leader |-> m.leader])
+       /\ Consume(m)
+       /\ IF m.epoch <= leaderEpoch[r]
+          THEN UNCHANGED <<replicaVars, historyVars>>
+          ELSE /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = m.epoch]
+               /\ leader' = [leader EXCEPT ![r] = m.leader]
+               /\ isr' = [isr EXCEPT ![r] = IF newLeader THEN m.isr ELSE {}]
+               /\ remoteLeo' = rl
+               /\ epochCache' = [epochCache EXCEPT ![r] = cache]
+               /\ fetchState' = [fetchState EXCEPT ![r] =
+                                    IF newLeader THEN "Idle"
+                                    ELSE IF skip THEN @ ELSE "Truncating"]
+               /\ IF newLeader
+                  THEN AdvanceHw(r, log, newHw, m.isr)
+                  ELSE /\ pending' = {p \in pending : p.replica # r}
+                       /\ UNCHANGED <<hw, committed, acked>>
+               /\ UNCHANGED <<log, recoveryPoint, nextRecord, crashes, uncleanShutdowns>>
+       /\ UNCHANGED <<alive, ctrlLeader, ctrlEpoch, ctrlIsr, removed>>
+
+-----------------------------------------------------------------------------
+(* The ISR *)
+
+\* Partition.maybeShrinkIsr (R12): leader l drops follower f, which has not
+\* caught up to its LEO (time is abstracted: "too long" may be any time).  The
+\* write to ZooKeeper succeeds only while l is the leader of the controller's
+\* current epoch.  The HW is then recomputed and may advance.
+LeaderShrinkIsr(l, f) ==
+    /\ l \in alive /\ leader[l] = l
+    /\ f \in isr[l] \ {l}
+    /\ remoteLeo[l][f] # LEO(l)
+    /\ ctrlLeader = l /\ ctrlEpoch = leaderEpoch[l]
+    /\ LET newIsr == isr[l] \ {f}
+           newHw == NewHw(l, log, remoteLeo, newIsr)
+       IN  /\ isr' = [isr EXCEPT ![l] = newIsr]
+           /\ ctrlIsr' = newIsr
+           /\ AdvanceHw(l, log, newHw, newIsr)
+    /\ Act("LeaderShrinkIsr", [replica |-> l, follower |-> f])
+    /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, remoteLeo,
+                   alive, ctrlLeader, ctrlEpoch, msgs, nextRecord, crashes,
+                   uncleanShutdowns, removed>>
+
+\* KafkaController.onReplicasBecomeOffline: the controller removes dead follower
+\* f from the ISR, bumps the leader epoch and tells the live replicas.
+ControllerShrinkIsr(f) ==
+    /\ f \in ctrlIsr /\ f \notin alive /\ f # ctrlLeader
+    /\ ctrlEpoch < MaxEpoch
+    /\ ctrlEpoch' = ctrlEpoch + 1
+    /\ ctrlIsr' = ctrlIsr \ {f}
+    /\ UNCHANGED ctrlLeader
+    /\ msgs' = msgs \cup {LeaderAndIsrTo(r) : r \in alive}
+    /\ Act("ControllerShrinkIsr", [replica |-> f])
+    /\ UNCHANGED <<replicaVars, alive, historyVars, removed>>
+
+-----------------------------------------------------------------------------
+(* The controller's elections *)
+
+\* PartitionLeaderElectionAlgorithms (offline / preferred / controlled
+\* shutdown): the controller makes l leader in a new epoch.  A clean election
+\* picks a live ISR member and keeps the live ISR; an unclean one (only when
+\* enabled and no ISR member is alive) picks any live replica, alone in the ISR.
+ControllerElectLeader(l) ==
+    /\ ctrlEpoch < MaxEpoch
+    /\ LET clean == ctrlIsr \cap alive
+           unclean == IF Election = "unclean" /\ clean = {} THEN alive ELSE {}
+       IN  /\ l \in clean \cup unclean
+           /\ ctrlIsr' = IF l \in clean THEN clean ELSE {l}
+    /\ ctrlLeader' = l
+    /\ ctrlEpoch' = ctrlEpoch + 1
+    /\ msgs' = msgs \cup {LeaderAndIsrTo(r) : r \in alive}
+    /\ Act("ControllerElectLeader", [replica |-> l])
+    /\ UNCHANGED <<replicaVars, alive, historyVars, removed>>
+
+-----------------------------------------------------------------------------
+(* Faults *)
+
+\* What a replica forgets when its process stops: its role, its fetcher, its
+\* waiting produces and its connections.  The log, the HW checkpoint and the
+\* epoch cache are on disk.
+StopReplica(r) ==
+    /\ alive' = alive \ {r}
+    /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = -1]
+    /\ leader' = [leader EXCEPT ![r] = NoLeader]
+    /\ fetchState' = [fetchState EXCEPT ![r] = "Idle"]
+    /\ isr' = [isr EXCEPT ![r] = {}]
+    /\ remoteLeo' = [remoteLeo EXCEPT ![r] = [f \in Replicas |-> -1]]
+    /\ pending' = {p \in pending : p.replica # r}
+    /\ msgs' = {m \in msgs : m.src # r /\ m.dst # r}
+
+\* A process crash (kill -9): the page cache survives, so no data is lost.
+Crash(r) ==
+    /\ r \in alive /\ crashes < MaxCrashes
+    /\ crashes' = crashes + 1
+    /\ StopReplica(r)
+    /\ Act("Crash", [replica |-> r])
+    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, ctrlLeader, ctrlEpoch, ctrlIsr,
+                   nextRecord, acked, committed, uncleanShutdowns, removed>>
+
+\* A power loss: the log keeps only what was flushed (below the recovery point);
+\* log recovery trims the epoch cache and the HW to match.
+UncleanShutdown(r) ==
+    /\ r \in alive /\ uncleanShutdowns < MaxUncleanShutdowns
+    /\ uncleanShutdowns' = uncleanShutdowns + 1
+    /\ StopReplica(r)
+    /\ Truncate(r, recoveryPoint[r], "unclean-shutdown")
+    /\ Act("UncleanShutdown", [replica |-> r])
+    /\ UNCHANGED <<ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked, committed, crashes>>
+
+\* KafkaController.onBrokerStartup: the broker comes back and, unless it led
+\* the partition (which then needs an election), is told the current state.
+Restart(r) ==
+    /\ r \notin alive
+    /\ alive' = alive \cup {r}
+    /\ msgs' = IF r = ctrlLeader THEN msgs
+               ELSE msgs \cup {[type |-> "LeaderAndIsr", src |-> Controller, dst |-> r,
+                                epoch |-> ctrlEpoch, leader |-> ctrlLeader, isr |-> ctrlIsr]}
+    /\ Act("Restart", [replica |-> r])
+    /\ UNCHANGED <<replicaVars, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+
+\* Log.flush: the replica's log is durable up to its LEO.
+Flush(r) ==
+    /\ MaxUncleanShutdowns > 0   \* without power losses flushing changes nothing
+    /\ r \in alive /\ recoveryPoint[r] < LEO(r)
+    /\ recoveryPoint' = [recoveryPoint EXCEPT ![r] = LEO(r)]
+    /\ Act("Flush", [replica |-> r])
+    /\ UNCHANGED <<log, hw, epochCache, leaderEpoch, leader, fetchState, isr, remoteLeo,
+                   clusterVars, historyVars, removed>>
+
+\* The network loses a message.
+LoseMessage(m) ==
+    /\ LossyNetwork /\ m \in msgs
+    /\ Consume(m)
+    /\ Act("LoseMessage", [from |-> m.src, to |-> m.dst])
+    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+
+-----------------------------------------------------------------------------
+
+Next ==
+    \/ \E r \in Replicas :
+          \/ Produce(r)
+          \/ FollowerSendFetch(r)
+          \/ FollowerTruncateToHighWatermark(r)
+          \/ FollowerSendOffsetsForLeaderEpoch(r)
+          \/ ControllerShrinkIsr(r)
+          \/ ControllerElectLeader(r)
+          \/ Crash(r)
+          \/ UncleanShutdown(r)
+          \/ Restart(r)
+          \/ Flush(r)
+          \/ \E f \in Replicas : LeaderShrinkIsr(r, f)
+    \/ \E m \in msgs :
+          \/ LeaderHandleFetch(m)
+          \/ FollowerHandleFetchResponse(m)
+          \/ LeaderHandleOffsetsForLeaderEpoch(m)
+          \/ FollowerHandleOffsetsForLeaderEpochResponse(m)
+          \/ BecomeLeaderOrFollower(m)
+          \/ LoseMessage(m)
+
+Spec == Init /\ [][Next]_vars
+
+-----------------------------------------------------------------------------
+(* Properties, each named for what it protects *)
+
+States == {"Idle", "Truncating", "Fetching", "Failed"}
+Entry == [epoch : 0..MaxEpoch, record : 1..MaxRecords]
+
+TypeOK ==
+    /\ \A r \in Replicas :
+         /\ log[r] \in Seq(Entry)
+         /\ hw[r] \in Nat
+         /\ recoveryPoint[r] \in 0..LEO(r)
+         /\ leaderEpoch[r] \in -1..MaxEpoch
+         /\ leader[r] \in Replicas \cup {NoLeader}
+         /\ fetchState[r] \in States
+         /\ isr[r] \subseteq Replicas
+         /\ \A f \in Replicas : remoteLeo[r][f] \in -1..MaxRecords
+    /\ alive \subseteq Replicas
+    /\ ctrlLeader \in Replicas /\ ctrlEpoch \in 1..MaxEpoch /\ ctrlIsr \subseteq Replicas
+    /\ nextRecord \in 1..(MaxRecords + 1)
+    /\ acked \subseteq 1..MaxRecords
+
+\* The leader elected by the controller, once it has taken office.
+InOffice(l) == l \in alive /\ l = ctrlLeader /\ leader[l] = l /\ leaderEpoch[l] = ctrlEpoch
+
+\* HW <= LEO on every replica.
+HighWatermarkWithinLog == \A r \in Replicas : hw[r] <= LEO(r)
+
+\* A record acknowledged to a producer is in the log of the leader in office.
+AckedRecordsNeverLost == \A l \in Replicas : InOffice(l) => acked \subseteq RecordsOf(l)
+
+\* Every ISR member holds every committed record at its offset ("strong ISR").
+CommittedRecordsOnIsr ==
+    \A r \in ctrlIsr : \A c \in committed :
+        c[1] < LEO(r) /\ log[r][c[1] + 1].record = c[2]
+
+\* A record a consumer read below a HW is never changed: no offset is ever
+\* committed with two records, and the leader in office still holds them all.
+ConsistentReads ==
+    /\ \A a, b \in committed : a[1] = b[1] => a[2] = b[2]
+    /\ \A l \in Replicas : InOffice(l) =>
+          \A c \in committed : c[1] < LEO(l) /\ log[l][c[1] + 1].record = c[2]
+
+\* Two logs that agree on the epoch at an offset agree on the whole prefix.
+LogMatching ==
+    \A r1, r2 \in Replicas :
+        \A o \in 0..(Min2(LEO(r1), LEO(r2)) - 1) :
+            log[r1][o + 1].epoch = log[r2][o + 1].epoch
+                => Prefix(log[r1], o + 1) = Prefix(log[r2], o + 1)
+
+\* Once truncation is done, a follower's log is a prefix of its leader's.
+FollowersMatchLeader ==
+    \A f, l \in Replicas :
+        (/\ f # l /\ {f, l} \subseteq alive /\ fetchState[f] = "Fetching"
+         /\ leader[f] = l /\ leader[l] = l /\ leaderEpoch[f] = leaderEpoch[l])
+            => IsPrefix(log[f], log[l])
+
+\* The epoch cache is ordered: epochs rise, start offsets do not fall.
+EpochCacheOrdered ==
+    \A r \in Replicas : \A i \in 1..(Len(epochCache[r]) - 1) :
+        /\ epochCache[r][i].epoch < epochCache[r][i + 1].epoch
+        /\ epochCache[r][i].startOffset <= epochCache[r][i + 1].startOffset
+
+\* Leader epochs only grow: the controller's, and each running replica's.
+LeaderEpochsOnlyGrow ==
+    [][/\ ctrlEpoch' >= ctrlEpoch
+       /\ \A r \in alive \cap alive' : leaderEpoch'[r] >= leaderEpoch[r]]_vars
+
+-----------------------------------------------------------------------------
+(* Reachability witnesses: each is violated exactly when an interesting state *)
+(* is reached, so a config that expects the violation proves it is reached.  *)
+
+\* No record has been committed and acknowledged with acks=-1 through the HW.
+NeverCommitted == \A rec \in acked : \A c \in committed : c[2] # rec
+
+\* No follower has truncated records after a leader change.
+NeverTruncatedAfterLeaderChange ==
+    ~(ctrlEpoch > 1 /\ \E x \in removed : x.cause = "truncation")
+
+\* No unclean shutdown has lost a record.
+NeverLostToUncleanShutdown == \A x \in removed : x.cause # "unclean-shutdown"
+
+=============================================================================
