@@ -31,7 +31,7 @@ java:
 	  else echo "java not found: $(JAVA_HINT)" >&2; exit 1; fi; }
 
 demo: venv java
-	$(BIN)/kreplica check --suite ci
+	$(BIN)/kreplica check --suite ci --jobs 2
 
 lint: venv
 	$(BIN)/ruff check impl conformance tests
@@ -41,7 +41,7 @@ typecheck: venv
 	MYPYPATH=build/typecheck $(BIN)/mypy -p kreplica.impl -p kreplica.conformance
 
 check-ci: venv java
-	$(BIN)/kreplica check --suite ci
+	$(BIN)/kreplica check --suite ci --jobs 2
 
 check-full: venv java
 	$(BIN)/kreplica check --suite full

@@ -307,11 +307,19 @@ def dumps_trace(trace: ItfTrace) -> str:
     return "\n".join(line for line in lines if line) + "\n"
 
 
+def _umask() -> int:
+    """The process umask (reading it means setting it, so put it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temp file in the same directory and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

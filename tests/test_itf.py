@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +243,13 @@ def test_jsonl_corpus(tmp_path: Path) -> None:
     path.write_text(json.dumps(GOOD) + "\n{}\n")
     with pytest.raises(TraceError, match=r"corpus.jsonl:2: not an ITF trace"):
         list(iter_jsonl_traces(path))
+
+
+def test_atomic_write_gives_the_usual_file_mode(tmp_path: Path) -> None:
+    target = tmp_path / "report.md"
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(target, "x\n")
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == 0o644
