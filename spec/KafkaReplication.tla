@@ -55,9 +55,10 @@ Controller == 0    \* the sender of LeaderAndIsr
 (* @typeAlias: CACHEENTRY = {epoch: Int, startOffset: Int};                *)
 (* Messages are records whose `type` field says which fields they carry:   *)
 (* FetchRequest{src,dst,epoch,offset}, FetchResponse{src,dst,epoch,offset, *)
-(* error,entries,hw,leo}, OffsetsForLeaderEpochRequest{src,dst,epoch,      *)
-(* requested}, OffsetsForLeaderEpochResponse{src,dst,epoch,requested,      *)
-(* error,leaderEpoch,endOffset}, LeaderAndIsr{src,dst,epoch,leader,isr}.   *)
+(* error,entries,hw}, OffsetsForLeaderEpochRequest{src,dst,epoch,requested},*)
+(* OffsetsForLeaderEpochResponse{src,dst,epoch,requested,error,leaderEpoch,*)
+(* endOffset}, ListOffsetsRequest{src,dst,epoch}, ListOffsetsResponse{src, *)
+(* dst,epoch,error,offset}, LeaderAndIsr{src,dst,epoch,leader,isr}.        *)
 
 VARIABLES
     \* --- per replica (the broker's Log, LeaderEpochFileCache and Partition) ---
@@ -228,7 +229,7 @@ Truncate(r, to, cause) ==
 \* A follower's fetcher has a request or a response on the way with its leader.
 Outstanding(f) ==
     \E m \in msgs : \/ m.src = f /\ m.dst = leader[f]
-                    \/ m.dst = f /\ m.src = leader[f] /\ m.type # "LeaderAndIsr"
+                    \/ m.dst = f /\ m.src = leader[f]
 
 FollowsLeader(f) == f \in alive /\ leader[f] \notin {NoLeader, f}
 
@@ -306,6 +307,15 @@ Produce(l) ==
                 /\ UNCHANGED <<recoveryPoint, leaderEpoch, leader, fetchState, isr,
                                remoteLeo, clusterVars, crashes, uncleanShutdowns, removed>>
 
+\* DelayedProduce.onExpiration (R14): a waiting acks=-1 produce times out with
+\* REQUEST_TIMED_OUT; its record stays in the log, unacknowledged.
+ExpireDelayedProduce(p) ==
+    /\ p \in pending
+    /\ pending' = pending \ {p}
+    /\ Act("ExpireDelayedProduce", [replica |-> p.replica, record |-> p.record])
+    /\ UNCHANGED <<replicaVars, clusterVars, nextRecord, acked, committed, crashes,
+                   uncleanShutdowns, removed>>
+
 -----------------------------------------------------------------------------
 (* Replication: the fetch path *)
 
@@ -330,8 +340,7 @@ LeaderHandleFetch(m) ==
            err == RequestError(l, m.epoch)
            response(e, entries) ==
                [type |-> "FetchResponse", src |-> l, dst |-> f, epoch |-> m.epoch,
-                offset |-> m.offset, error |-> e, entries |-> entries, hw |-> hw[l],
-                leo |-> LEO(l)]
+                offset |-> m.offset, error |-> e, entries |-> entries, hw |-> hw[l]]
        IN
        /\ Act("LeaderHandleFetch", [replica |-> l, follower |-> f, offset |-> m.offset])
        /\ IF err = "NONE" /\ m.offset <= LEO(l)
@@ -355,9 +364,10 @@ LeaderHandleFetch(m) ==
                /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr,
                               historyVars, removed>>
 
-\* AbstractFetcherThread.processFetchRequest (R8, R9): follower f appends what
-\* its leader sent and sets HW = min(leader HW, own LEO).  A response that no
-\* longer matches the fetcher's state is ignored.
+\* AbstractFetcherThread.processFetchRequest (R8): follower f appends what its
+\* leader sent and sets HW = min(leader HW, own LEO); on OFFSET_OUT_OF_RANGE it
+\* asks the leader for its LEO (R9).  A response that no longer matches the
+\* fetcher's state is ignored.
 FollowerHandleFetchResponse(m) ==
     /\ m \in msgs /\ m.type = "FetchResponse" /\ m.dst \in alive
     /\ LET f == m.dst
@@ -366,7 +376,10 @@ FollowerHandleFetchResponse(m) ==
            newLog == log[f] \o m.entries
        IN
        /\ Act("FollowerHandleFetchResponse", [replica |-> f, leader |-> m.src])
-       /\ Consume(m)
+       /\ IF current /\ m.error = "OFFSET_OUT_OF_RANGE"
+          THEN Reply(m, [type |-> "ListOffsetsRequest", src |-> f, dst |-> m.src,
+                         epoch |-> leaderEpoch[f]])
+          ELSE Consume(m)
        /\ CASE current /\ m.error = "NONE" ->
                  /\ log' = [log EXCEPT ![f] = newLog]
                  /\ epochCache' = [epochCache EXCEPT ![f] = AssignAll(@, m.entries, m.offset)]
@@ -374,9 +387,6 @@ FollowerHandleFetchResponse(m) ==
                                             ELSE Min2(m.hw, Len(newLog))]
                  /\ UNCHANGED <<recoveryPoint, leaderEpoch, leader, fetchState, isr,
                                 remoteLeo, removed>>
-            [] current /\ m.error = "OFFSET_OUT_OF_RANGE" ->   \* R9: leader's log is shorter
-                 /\ Truncate(f, m.leo, "truncation")
-                 /\ UNCHANGED <<leaderEpoch, leader, fetchState, isr, remoteLeo>>
             [] current /\ m.error = "FENCED_LEADER_EPOCH" ->   \* R7: mark failed
                  /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader,
@@ -384,6 +394,40 @@ FollowerHandleFetchResponse(m) ==
             [] OTHER ->   \* stale, or an error to back off from and retry
                  UNCHANGED <<replicaVars, removed>>
        /\ UNCHANGED <<alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
+
+\* ReplicaManager.fetchOffsetForTimestamp (ListOffsets, latest) for a follower
+\* (R9, R1): the leader answers with its LEO.
+LeaderHandleListOffsets(m) ==
+    /\ m \in msgs /\ m.type = "ListOffsetsRequest" /\ m.dst \in alive
+    /\ LET l == m.dst
+           err == RequestError(l, m.epoch)
+       IN  /\ Reply(m, [type |-> "ListOffsetsResponse", src |-> l, dst |-> m.src,
+                        epoch |-> m.epoch, error |-> err,
+                        offset |-> IF err = "NONE" THEN LEO(l) ELSE Undefined])
+           /\ Act("LeaderHandleListOffsets", [replica |-> l, follower |-> m.src])
+    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+
+\* AbstractFetcherThread.handleOutOfRangeError (R9): a follower whose log is
+\* longer than its leader's truncates to the leader's LEO, then fetches from
+\* its own LEO (the log start offset is not modelled: it stays 0).
+FollowerHandleListOffsetsResponse(m) ==
+    /\ m \in msgs /\ m.type = "ListOffsetsResponse" /\ m.dst \in alive
+    /\ LET f == m.dst
+           current == /\ fetchState[f] = "Fetching" /\ leader[f] = m.src
+                      /\ leaderEpoch[f] = m.epoch
+       IN
+       /\ Act("FollowerHandleListOffsetsResponse", [replica |-> f, leader |-> m.src])
+       /\ Consume(m)
+       /\ CASE current /\ m.error = "NONE" ->
+                 /\ Truncate(f, m.offset, "truncation")
+                 /\ UNCHANGED fetchState
+            [] current /\ m.error = "FENCED_LEADER_EPOCH" ->
+                 /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
+                 /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
+            [] OTHER ->
+                 UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLeader, ctrlEpoch,
+                      ctrlIsr, historyVars>>
 
 -----------------------------------------------------------------------------
 (* Replication: truncation when a replica becomes a follower *)
@@ -637,8 +681,11 @@ Next ==
           \/ FollowerHandleFetchResponse(m)
           \/ LeaderHandleOffsetsForLeaderEpoch(m)
           \/ FollowerHandleOffsetsForLeaderEpochResponse(m)
+          \/ LeaderHandleListOffsets(m)
+          \/ FollowerHandleListOffsetsResponse(m)
           \/ BecomeLeaderOrFollower(m)
           \/ LoseMessage(m)
+    \/ \E p \in pending : ExpireDelayedProduce(p)
 
 Spec == Init /\ [][Next]_vars
 

@@ -1,0 +1,919 @@
+"""AbstractFetcherThread and ReplicaFetcherThread as sans-IO state machines (R6-R9).
+
+A fetcher thread is an object whose `do_work()` runs one iteration (maybe_truncate, then
+maybe_fetch) and RETURNS the request it wants sent to its source broker; `handle_response()`
+takes the answer. Kafka's thread blocks on each request, so a fetcher has at most one request in
+flight; a request without an answer after replica.socket.timeout.ms fails as a whole.
+Kafka's out-of-range reset (two blocking LIST_OFFSETS calls inside processFetchRequest) becomes a
+per-partition pending reset served by the next do_work() calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from kreplica.impl.clock import SimClock
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.errors import (
+    CorruptRecordError,
+    IllegalStateError,
+    InvalidRecordError,
+    KafkaError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
+)
+from kreplica.impl.log import LogAppendInfo, OffsetAndEpoch
+from kreplica.impl.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    EpochEndOffset,
+    Errors,
+    FetchPartitionData,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    IsolationLevel,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    Message,
+    OffsetForLeaderPartition,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    TopicPartition,
+)
+from kreplica.impl.variants import Variant
+
+if TYPE_CHECKING:
+    from kreplica.impl.replica_manager import ReplicaManager
+
+
+class ReplicaState(Enum):
+    """Truncating (find the divergence point first) or Fetching."""
+
+    TRUNCATING = "Truncating"
+    FETCHING = "Fetching"
+
+
+TRUNCATING = ReplicaState.TRUNCATING
+FETCHING = ReplicaState.FETCHING
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetchState:
+    """Fetch offset, current leader epoch, state and an optional back-off deadline (R7)."""
+
+    fetch_offset: int
+    lag: int | None
+    current_leader_epoch: int
+    delay_until_ms: int | None
+    state: ReplicaState
+
+    def is_delayed(self, now_ms: int) -> bool:
+        """True while backing off (DelayedItem not yet due)."""
+        return self.delay_until_ms is not None and self.delay_until_ms > now_ms
+
+    def is_ready_for_fetch(self, now_ms: int) -> bool:
+        """Fetching and not delayed."""
+        return self.state is FETCHING and not self.is_delayed(now_ms)
+
+    def is_truncating(self, now_ms: int) -> bool:
+        """Truncating and not delayed."""
+        return self.state is TRUNCATING and not self.is_delayed(now_ms)
+
+
+class PartitionStates:
+    """Partition fetch states in round-robin order (PartitionStates): moved-to-end = served last."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self) -> None:
+        self._map: dict[TopicPartition, PartitionFetchState] = {}
+
+    def state_value(self, tp: TopicPartition) -> PartitionFetchState | None:
+        """The state of tp, or None if not tracked."""
+        return self._map.get(tp)
+
+    def contains(self, tp: TopicPartition) -> bool:
+        """True if tp is tracked."""
+        return tp in self._map
+
+    def update_and_move_to_end(self, tp: TopicPartition, state: PartitionFetchState) -> None:
+        """Set tp's state and move it to the end of the round-robin order."""
+        self._map.pop(tp, None)
+        self._map[tp] = state
+
+    def update(self, tp: TopicPartition, state: PartitionFetchState) -> None:
+        """Set tp's state keeping its place."""
+        self._map[tp] = state
+
+    def remove(self, tp: TopicPartition) -> None:
+        """Stop tracking tp."""
+        self._map.pop(tp, None)
+
+    def items(self) -> list[tuple[TopicPartition, PartitionFetchState]]:
+        """(tp, state) pairs in round-robin order."""
+        return list(self._map.items())
+
+    def partitions(self) -> list[TopicPartition]:
+        """Tracked partitions in round-robin order."""
+        return list(self._map)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return iter(list(self._map))
+
+
+@dataclass(frozen=True, slots=True)
+class InitialFetchState:
+    """Where a follower starts: the leader, its epoch and the initial fetch offset (the HW)."""
+
+    leader: int
+    leader_epoch: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetTruncationState:
+    """A truncation offset and whether truncation is complete (R6)."""
+
+    offset: int
+    truncation_completed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EpochData:
+    """An OffsetsForLeaderEpoch entry: the fetcher's current leader epoch and its latest epoch."""
+
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+@dataclass(slots=True)
+class OffsetReset:
+    """A pending out-of-range reset of one partition (R9): LATEST first, then EARLIEST."""
+
+    tp: TopicPartition
+    leader_epoch: int
+    request_epoch: int | None
+    phase: int = LATEST_TIMESTAMP
+    leader_end_offset: int = -1
+
+
+@dataclass(slots=True)
+class InFlight:
+    """The one request a fetcher has in flight and what it needs to handle the answer."""
+
+    correlation_id: int
+    deadline_ms: int
+    request: Message
+    epochs: dict[TopicPartition, EpochData] | None = None
+    session: dict[TopicPartition, FetchPartitionData] | None = None
+    reset: OffsetReset | None = None
+
+
+class AbstractFetcherThread:
+    """The truncate-then-fetch loop of one follower towards one leader (R6, R7, R8, R9)."""
+
+    def __init__(
+        self,
+        name: str,
+        source_broker: int,
+        clock: SimClock,
+        fetch_backoff_ms: int,
+        request_timeout_ms: int,
+        failed_partitions: set[TopicPartition],
+    ) -> None:
+        self.name = name
+        self.source_broker = source_broker
+        self.clock = clock
+        self.fetch_backoff_ms = fetch_backoff_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.failed_partitions = failed_partitions
+        self.partition_states = PartitionStates()
+        self.pending_resets: dict[TopicPartition, OffsetReset] = {}
+        self.in_flight: InFlight | None = None
+        self.is_running = True
+
+    # ------------------------------------------------------------ hooks (ReplicaFetcherThread)
+
+    is_offset_for_leader_epoch_supported = True
+
+    def latest_epoch(self, tp: TopicPartition) -> int | None:
+        """The latest epoch in the local epoch cache."""
+        raise NotImplementedError
+
+    def log_start_offset(self, tp: TopicPartition) -> int:
+        """The local log start offset."""
+        raise NotImplementedError
+
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        """The local LEO."""
+        raise NotImplementedError
+
+    def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> OffsetAndEpoch | None:
+        """The local R3 answer for epoch (None for UNDEF)."""
+        raise NotImplementedError
+
+    def truncate(self, tp: TopicPartition, state: OffsetTruncationState) -> None:
+        """Truncate the local log to state.offset."""
+        raise NotImplementedError
+
+    def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
+        """Empty the local log and restart it at offset."""
+        raise NotImplementedError
+
+    def process_partition_data(
+        self, tp: TopicPartition, fetch_offset: int, data: FetchPartitionResponse
+    ) -> LogAppendInfo | None:
+        """Append fetched records and adopt the leader's HW and log start (R8)."""
+        raise NotImplementedError
+
+    def build_fetch(
+        self, ready: list[tuple[TopicPartition, PartitionFetchState]]
+    ) -> tuple[FetchRequest | None, dict[TopicPartition, FetchPartitionData], set[TopicPartition]]:
+        """A FETCH for the ready partitions, the per-partition data sent and the failed ones."""
+        raise NotImplementedError
+
+    def build_offsets_for_leader_epoch(
+        self, partitions: dict[TopicPartition, EpochData]
+    ) -> OffsetsForLeaderEpochRequest:
+        """An OFFSETS_FOR_LEADER_EPOCH request for the truncating partitions."""
+        raise NotImplementedError
+
+    def build_list_offsets(self, reset: OffsetReset) -> ListOffsetsRequest:
+        """A LIST_OFFSETS request for one partition being reset."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------------------- do_work
+
+    def has_work(self) -> bool:
+        """True if do_work() would do something now (send, time out or truncate)."""
+        if not self.is_running:
+            return False
+        now = self.clock.now_ms
+        in_flight = self.in_flight
+        if in_flight is not None:
+            return now >= in_flight.deadline_ms
+        if self.pending_resets:
+            return True
+        pending = self.pending_resets
+        for tp, state in self.partition_states._map.items():
+            if tp in pending or (state.delay_until_ms is not None and state.delay_until_ms > now):
+                continue
+            return True
+        return False
+
+    def next_wakeup_ms(self) -> int | None:
+        """The earliest future time at which has_work() may become true by itself."""
+        if not self.is_running:
+            return None
+        if self.in_flight is not None:
+            return self.in_flight.deadline_ms
+        delays = [
+            s.delay_until_ms
+            for s in self.partition_states._map.values()
+            if s.delay_until_ms is not None and s.delay_until_ms > self.clock.now_ms
+        ]
+        return min(delays) if delays else None
+
+    def do_work(self) -> list[Message]:
+        """One iteration: time out the request in flight, or reset, truncate, fetch (R7, R8)."""
+        if not self.is_running:
+            return []
+        in_flight = self.in_flight
+        if in_flight is not None:
+            if self.clock.now_ms < in_flight.deadline_ms:
+                return []
+            self.in_flight = None
+            self._handle_request_failure(in_flight)
+            return []
+        if self.pending_resets:
+            out = self._maybe_reset_offsets()
+            if out:
+                return out
+        out = self.maybe_truncate()
+        if out:
+            return out
+        return self.maybe_fetch()
+
+    def handle_response(self, response: Message) -> None:
+        """Take the answer to the in-flight request; stale or duplicate answers are ignored."""
+        in_flight = self.in_flight
+        if in_flight is None or getattr(response, "correlation_id", None) != (
+            in_flight.correlation_id
+        ):
+            return
+        self.in_flight = None
+        if isinstance(response, FetchResponse) and in_flight.session is not None:
+            self.process_fetch_response(in_flight.session, response)
+        elif isinstance(response, OffsetsForLeaderEpochResponse) and in_flight.epochs is not None:
+            self.truncate_to_epoch_end_offsets(in_flight.epochs, response)
+        elif isinstance(response, ListOffsetsResponse) and in_flight.reset is not None:
+            self._handle_list_offsets_response(in_flight.reset, response)
+        else:
+            raise IllegalStateError(f"unexpected response {type(response).__name__}")
+
+    def _send(
+        self,
+        request: FetchRequest | OffsetsForLeaderEpochRequest | ListOffsetsRequest,
+        epochs: dict[TopicPartition, EpochData] | None = None,
+        session: dict[TopicPartition, FetchPartitionData] | None = None,
+        reset: OffsetReset | None = None,
+    ) -> list[Message]:
+        self.in_flight = InFlight(
+            request.correlation_id,
+            self.clock.now_ms + self.request_timeout_ms,
+            request,
+            epochs,
+            session,
+            reset,
+        )
+        return [request]
+
+    def _handle_request_failure(self, in_flight: InFlight) -> None:
+        """A request without an answer: every partition it concerned backs off (R8)."""
+        if in_flight.session is not None:
+            self.handle_partitions_with_errors(self.partition_states.partitions())
+        elif in_flight.epochs is not None:
+            failed = []
+            for tp, data in in_flight.epochs.items():
+                state = self.partition_states.state_value(tp)
+                if state is not None and state.current_leader_epoch == data.current_leader_epoch:
+                    failed.append(tp)
+            self.handle_partitions_with_errors(failed)
+        elif in_flight.reset is not None:
+            reset = in_flight.reset
+            if self.pending_resets.get(reset.tp) is reset:
+                del self.pending_resets[reset.tp]
+                self.handle_partitions_with_errors([reset.tp])
+
+    # ------------------------------------------------------------------------- truncation
+
+    def fetch_truncating_partitions(
+        self,
+    ) -> tuple[dict[TopicPartition, EpochData], list[TopicPartition]]:
+        """Split Truncating, non-delayed partitions into those with a latest epoch and the rest."""
+        now = self.clock.now_ms
+        with_epochs: dict[TopicPartition, EpochData] = {}
+        without_epochs: list[TopicPartition] = []
+        pending = self.pending_resets
+        for tp, state in self.partition_states._map.items():
+            if (
+                state.state is not TRUNCATING
+                or (state.delay_until_ms is not None and state.delay_until_ms > now)
+                or tp in pending
+            ):
+                continue
+            epoch = self.latest_epoch(tp)
+            if epoch is not None and self.is_offset_for_leader_epoch_supported:
+                with_epochs[tp] = EpochData(state.current_leader_epoch, epoch)
+            else:
+                without_epochs.append(tp)
+        return with_epochs, without_epochs
+
+    def maybe_truncate(self) -> list[Message]:
+        """Truncate epoch-less partitions to their HW; send one OLE request for the others (R7)."""
+        with_epochs, without_epochs = self.fetch_truncating_partitions()
+        if without_epochs:
+            self.truncate_to_high_watermark(without_epochs)
+        if with_epochs:
+            return self._send(self.build_offsets_for_leader_epoch(with_epochs), epochs=with_epochs)
+        return []
+
+    def truncate_to_high_watermark(self, partitions: Iterable[TopicPartition]) -> None:
+        """Truncate each partition to its fetch offset (initially its HW); complete (R6a, R7)."""
+        fetch_offsets: dict[TopicPartition, OffsetTruncationState] = {}
+        for tp in partitions:
+            state = self.partition_states.state_value(tp)
+            if state is None:
+                continue
+            truncation_state = OffsetTruncationState(state.fetch_offset, True)
+            if self._do_truncate(tp, truncation_state):
+                fetch_offsets[tp] = truncation_state
+        self._update_fetch_offset_and_maybe_mark_truncation_complete(fetch_offsets)
+
+    def truncate_to_epoch_end_offsets(
+        self,
+        requested: dict[TopicPartition, EpochData],
+        response: OffsetsForLeaderEpochResponse,
+    ) -> None:
+        """Apply the leader's OLE answers still relevant to this fetcher (R6, R7)."""
+        epoch_end_offsets: dict[TopicPartition, EpochEndOffset] = {}
+        for item in response.partitions:
+            data = requested.get(item.tp)
+            if data is None:
+                raise IllegalStateError(
+                    f"leader replied with partition {item.tp} not requested in "
+                    "OffsetsForLeaderEpoch request"
+                )
+            state = self.partition_states.state_value(item.tp)
+            if state is not None and data.current_leader_epoch == state.current_leader_epoch:
+                epoch_end_offsets[item.tp] = item
+        fetch_offsets: dict[TopicPartition, OffsetTruncationState] = {}
+        with_error: list[TopicPartition] = []
+        for tp, item in epoch_end_offsets.items():
+            if item.error is Errors.NONE:
+                truncation_state = self.get_offset_truncation_state(tp, item)
+                if self._do_truncate(tp, truncation_state):
+                    fetch_offsets[tp] = truncation_state
+            elif item.error is Errors.FENCED_LEADER_EPOCH:
+                if self.on_partition_fenced(tp, requested[tp].current_leader_epoch):
+                    with_error.append(tp)
+            else:
+                with_error.append(tp)
+        self.handle_partitions_with_errors(with_error)
+        self._update_fetch_offset_and_maybe_mark_truncation_complete(fetch_offsets)
+
+    def get_offset_truncation_state(
+        self, tp: TopicPartition, leader_epoch_offset: EpochEndOffset
+    ) -> OffsetTruncationState:
+        """R6 (a)-(e): where to truncate given the leader's (epoch, end offset)."""
+        if leader_epoch_offset.end_offset == UNDEFINED_EPOCH_OFFSET:  # (a)
+            state = self.partition_states.state_value(tp)
+            assert state is not None
+            return OffsetTruncationState(state.fetch_offset, True)
+        replica_end_offset = self.log_end_offset(tp)
+        if leader_epoch_offset.leader_epoch == UNDEFINED_EPOCH:  # (b)
+            return OffsetTruncationState(
+                min(leader_epoch_offset.end_offset, replica_end_offset), True
+            )
+        follower = self.end_offset_for_epoch(tp, leader_epoch_offset.leader_epoch)
+        if follower is None:  # (c)
+            return OffsetTruncationState(
+                min(leader_epoch_offset.end_offset, replica_end_offset), True
+            )
+        if follower.leader_epoch != leader_epoch_offset.leader_epoch:  # (d)
+            return OffsetTruncationState(min(follower.offset, replica_end_offset), False)
+        offset = min(follower.offset, leader_epoch_offset.end_offset, replica_end_offset)  # (e)
+        return OffsetTruncationState(offset, True)
+
+    def _do_truncate(self, tp: TopicPartition, truncation_state: OffsetTruncationState) -> bool:
+        try:
+            self.truncate(tp, truncation_state)
+            return True
+        except (KafkaError, ValueError):
+            self.mark_partition_failed(tp)
+            return False
+
+    def _update_fetch_offset_and_maybe_mark_truncation_complete(
+        self, fetch_offsets: dict[TopicPartition, OffsetTruncationState]
+    ) -> None:
+        for tp, truncation_state in fetch_offsets.items():
+            state = self.partition_states.state_value(tp)
+            if state is None:
+                continue
+            new_state = FETCHING if truncation_state.truncation_completed else TRUNCATING
+            self.partition_states.update(
+                tp,
+                PartitionFetchState(
+                    truncation_state.offset,
+                    state.lag,
+                    state.current_leader_epoch,
+                    state.delay_until_ms,
+                    new_state,
+                ),
+            )
+
+    # ------------------------------------------------------------------------------ fetch
+
+    def maybe_fetch(self) -> list[Message]:
+        """Send one FETCH for the ready partitions; nothing if none is ready (R8)."""
+        now = self.clock.now_ms
+        pending = self.pending_resets
+        ready = [
+            (tp, state)
+            for tp, state in self.partition_states._map.items()
+            if state.state is FETCHING
+            and (state.delay_until_ms is None or state.delay_until_ms <= now)
+            and tp not in pending
+        ]
+        if not ready:
+            return []
+        request, session, with_error = self.build_fetch(ready)
+        if with_error:
+            self.handle_partitions_with_errors(with_error)
+        if request is None:
+            return []
+        return self._send(request, session=session)
+
+    def process_fetch_response(
+        self, session: dict[TopicPartition, FetchPartitionData], response: FetchResponse
+    ) -> None:
+        """Handle every partition of a FETCH answer with the error matrix of R8."""
+        with_error: list[TopicPartition] = []
+        if response.error is not Errors.NONE:
+            self.handle_partitions_with_errors(self.partition_states.partitions())
+            return
+        now = self.clock.now_ms
+        states = self.partition_states
+        state_map = states._map
+        pending = self.pending_resets
+        for data in response.partitions:
+            tp = data.tp
+            current = state_map.get(tp)
+            if current is None:
+                continue
+            sent = session.get(tp)
+            if (
+                sent is None
+                or sent.fetch_offset != current.fetch_offset
+                or current.state is not FETCHING
+                or (current.delay_until_ms is not None and current.delay_until_ms > now)
+                or tp in pending
+            ):
+                continue
+            request_epoch = sent.current_leader_epoch
+            error = data.error
+            if error is Errors.NONE:
+                try:
+                    info = self.process_partition_data(tp, current.fetch_offset, data)
+                except (CorruptRecordError, InvalidRecordError):
+                    with_error.append(tp)
+                    continue
+                except KafkaStorageError:
+                    self.mark_partition_failed(tp)
+                    continue
+                except (KafkaError, ValueError):
+                    self.mark_partition_failed(tp)
+                    continue
+                if info is not None and info.valid_bytes > 0 and tp in state_map:
+                    next_offset = info.last_offset + 1
+                    lag = max(0, data.high_watermark - next_offset)
+                    states.update_and_move_to_end(
+                        tp,
+                        PartitionFetchState(
+                            next_offset, lag, current.current_leader_epoch, None, FETCHING
+                        ),
+                    )
+            elif error is Errors.OFFSET_OUT_OF_RANGE:
+                self.handle_out_of_range_error(tp, current, request_epoch)
+            elif error is Errors.FENCED_LEADER_EPOCH:
+                if self.on_partition_fenced(tp, request_epoch):
+                    with_error.append(tp)
+            else:
+                # UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and anything else: back off
+                with_error.append(tp)
+        if with_error:
+            self.handle_partitions_with_errors(with_error)
+
+    # ------------------------------------------------------------------- out of range (R9)
+
+    def handle_out_of_range_error(
+        self, tp: TopicPartition, state: PartitionFetchState, request_epoch: int | None
+    ) -> None:
+        """Start the R9 reset: ask the leader for its LEO (then maybe its log start)."""
+        self.pending_resets[tp] = OffsetReset(tp, state.current_leader_epoch, request_epoch)
+
+    def _maybe_reset_offsets(self) -> list[Message]:
+        for tp, reset in list(self.pending_resets.items()):
+            state = self.partition_states.state_value(tp)
+            if state is None or state.current_leader_epoch != reset.leader_epoch:
+                del self.pending_resets[tp]
+                continue
+            return self._send(self.build_list_offsets(reset), reset=reset)
+        return []
+
+    def _handle_list_offsets_response(
+        self, reset: OffsetReset, response: ListOffsetsResponse
+    ) -> None:
+        tp = reset.tp
+        state = self.partition_states.state_value(tp)
+        if (
+            state is None
+            or state.current_leader_epoch != reset.leader_epoch
+            or self.pending_resets.get(tp) is not reset
+        ):
+            return
+        item = next((p for p in response.partitions if p.tp == tp), None)
+        if item is None or item.error is not Errors.NONE:
+            del self.pending_resets[tp]
+            if item is not None and item.error is Errors.FENCED_LEADER_EPOCH:
+                if self.on_partition_fenced(tp, reset.request_epoch):
+                    self.handle_partitions_with_errors([tp])
+            else:
+                self.handle_partitions_with_errors([tp])
+            return
+        try:
+            replica_end_offset = self.log_end_offset(tp)
+            if reset.phase == LATEST_TIMESTAMP:
+                leader_end_offset = item.offset
+                if leader_end_offset >= replica_end_offset:
+                    reset.phase = EARLIEST_TIMESTAMP
+                    reset.leader_end_offset = leader_end_offset
+                    return
+                self.truncate(tp, OffsetTruncationState(leader_end_offset, True))
+                new_state = PartitionFetchState(
+                    leader_end_offset, 0, state.current_leader_epoch, None, FETCHING
+                )
+            else:
+                leader_start_offset = item.offset
+                offset_to_fetch = max(leader_start_offset, replica_end_offset)
+                if leader_start_offset > replica_end_offset:
+                    self.truncate_fully_and_start_at(tp, leader_start_offset)
+                new_state = PartitionFetchState(
+                    offset_to_fetch,
+                    max(0, reset.leader_end_offset - offset_to_fetch),
+                    state.current_leader_epoch,
+                    None,
+                    FETCHING,
+                )
+        except (KafkaError, ValueError):
+            del self.pending_resets[tp]
+            self.handle_partitions_with_errors([tp])
+            return
+        del self.pending_resets[tp]
+        self.partition_states.update_and_move_to_end(tp, new_state)
+
+    # ----------------------------------------------------------------------- bookkeeping
+
+    def on_partition_fenced(self, tp: TopicPartition, request_epoch: int | None) -> bool:
+        """FENCED: mark failed if our epoch is the one sent (await LeaderAndIsr), else retry."""
+        state = self.partition_states.state_value(tp)
+        if state is None:
+            return False
+        if request_epoch is not None and request_epoch == state.current_leader_epoch:
+            self.mark_partition_failed(tp)
+            return False
+        return True
+
+    def handle_partitions_with_errors(self, partitions: Iterable[TopicPartition]) -> None:
+        """Back off every listed partition for fetch_backoff_ms."""
+        self.delay_partitions(partitions, self.fetch_backoff_ms)
+
+    def delay_partitions(self, partitions: Iterable[TopicPartition], delay_ms: int) -> None:
+        """Delay partitions that are not already delayed; they move to the end of the order."""
+        now = self.clock.now_ms
+        for tp in partitions:
+            state = self.partition_states.state_value(tp)
+            if state is not None and not state.is_delayed(now):
+                self.partition_states.update_and_move_to_end(
+                    tp, replace(state, delay_until_ms=now + delay_ms)
+                )
+
+    def mark_partition_failed(self, tp: TopicPartition) -> None:
+        """Stop fetching tp and remember it as failed until it is added again."""
+        self.failed_partitions.add(tp)
+        self.remove_partitions([tp])
+
+    def add_partitions(self, initial_fetch_states: dict[TopicPartition, InitialFetchState]) -> None:
+        """R7: Truncating at the initial offset, unless already tracked with the same epoch."""
+        for tp in initial_fetch_states:
+            self.failed_partitions.discard(tp)
+        for tp, initial in initial_fetch_states.items():
+            current = self.partition_states.state_value(tp)
+            if current is not None and current.current_leader_epoch == initial.leader_epoch:
+                updated = current
+            else:
+                self.pending_resets.pop(tp, None)
+                updated = PartitionFetchState(
+                    initial.offset, None, initial.leader_epoch, None, TRUNCATING
+                )
+            self.partition_states.update_and_move_to_end(tp, updated)
+
+    def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop tracking partitions."""
+        for tp in partitions:
+            self.partition_states.remove(tp)
+            self.pending_resets.pop(tp, None)
+
+    def mark_partitions_for_truncation(self, tp: TopicPartition, truncation_offset: int) -> None:
+        """Put tp back into Truncating at min(offset, fetch offset)."""
+        state = self.partition_states.state_value(tp)
+        if state is not None:
+            self.partition_states.update_and_move_to_end(
+                tp,
+                replace(
+                    state,
+                    fetch_offset=min(truncation_offset, state.fetch_offset),
+                    state=TRUNCATING,
+                ),
+            )
+
+    def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
+        """The fetch state of tp, if tracked."""
+        return self.partition_states.state_value(tp)
+
+    def partition_count(self) -> int:
+        """How many partitions this fetcher tracks."""
+        return len(self.partition_states)
+
+
+class ReplicaFetcherThread(AbstractFetcherThread):
+    """A follower broker's fetcher towards one leader broker, over the local ReplicaManager."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        source_broker: int,
+        replica_manager: ReplicaManager,
+        config: BrokerConfig,
+        variant: Variant,
+        clock: SimClock,
+        failed_partitions: set[TopicPartition],
+        next_correlation_id: Callable[[], int],
+    ) -> None:
+        super().__init__(
+            f"ReplicaFetcherThread-0-{source_broker}",
+            source_broker,
+            clock,
+            config.replica_fetch_backoff_ms,
+            config.replica_socket_timeout_ms,
+            failed_partitions,
+        )
+        self.broker_id = broker_id
+        self.replica_manager = replica_manager
+        self.config = config
+        self.variant = variant
+        self.next_correlation_id = next_correlation_id
+        # truncation=hw: pre-KIP-101, no OffsetsForLeaderEpoch, truncate to the HW (R6a);
+        # kip101 differs on the leader's side only (Partition.last_offset_for_leader_epoch);
+        # fetch-diverging (2.7 truncate-on-fetch) runs as kip279: same truncation points.
+        self.is_offset_for_leader_epoch_supported = variant.truncation != "hw"
+        self.send_leader_epoch = variant.fencing == "kip320"
+        self.clamp_follower_hw = not variant.has_bug("hw-not-clamped")
+
+    def latest_epoch(self, tp: TopicPartition) -> int | None:
+        """The latest epoch of the local log's epoch cache."""
+        return self.replica_manager.local_log_or_exception(tp, allow_offline=True).latest_epoch()
+
+    def log_start_offset(self, tp: TopicPartition) -> int:
+        """The local log start offset (KafkaStorageError if the log dir is offline)."""
+        return self.replica_manager.local_log_or_exception(tp).log_start_offset
+
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        """The local LEO."""
+        return self.replica_manager.local_log_or_exception(tp, allow_offline=True).log_end_offset
+
+    def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> OffsetAndEpoch | None:
+        """The local R3 answer (Log.endOffsetForEpoch)."""
+        log = self.replica_manager.local_log_or_exception(tp, allow_offline=True)
+        return log.end_offset_for_epoch(epoch)
+
+    def truncate(self, tp: TopicPartition, state: OffsetTruncationState) -> None:
+        """Truncate the local replica to state.offset (R6)."""
+        partition = self.replica_manager.non_offline_partition(tp)
+        if partition is None:
+            raise NotLeaderOrFollowerError(f"no partition {tp}")
+        partition.truncate_to(state.offset)
+
+    def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
+        """Empty the local replica and restart it at offset (R9)."""
+        partition = self.replica_manager.non_offline_partition(tp)
+        if partition is None:
+            raise NotLeaderOrFollowerError(f"no partition {tp}")
+        partition.truncate_fully_and_start_at(offset)
+
+    def process_partition_data(
+        self, tp: TopicPartition, fetch_offset: int, data: FetchPartitionResponse
+    ) -> LogAppendInfo | None:
+        """Append, then HW := min(leader HW, LEO), log start := max(...) (R8)."""
+        partition = self.replica_manager.all_partitions.get(tp)
+        log = partition.log if partition is not None else None
+        if partition is None or log is None or log.offline:
+            partition = self.replica_manager.non_offline_partition(tp)
+            if partition is None:
+                raise NotLeaderOrFollowerError(f"no partition {tp}")
+            log = partition.local_log_or_exception()
+        leo = log.log_start_offset + len(log.entries)
+        if fetch_offset != leo:
+            raise IllegalStateError(f"offset mismatch for {tp}: fetched {fetch_offset}, LEO {leo}")
+        records = data.records
+        info = partition.append_records_to_follower(records) if records else None
+        hw = data.high_watermark
+        if self.clamp_follower_hw:
+            leo = log.log_start_offset + len(log.entries)
+            hw = log.log_start_offset if hw < log.log_start_offset else (leo if hw > leo else hw)
+        log.high_watermark = hw
+        if data.log_start_offset > log.log_start_offset:
+            log.maybe_increment_log_start_offset(data.log_start_offset)
+        return info
+
+    def build_fetch(
+        self, ready: list[tuple[TopicPartition, PartitionFetchState]]
+    ) -> tuple[FetchRequest | None, dict[TopicPartition, FetchPartitionData], set[TopicPartition]]:
+        """FETCH with (offset, log start, replica.fetch.max.bytes, current epoch) per partition."""
+        with_error: set[TopicPartition] = set()
+        session: dict[TopicPartition, FetchPartitionData] = {}
+        fetch_size = self.config.replica_fetch_max_bytes
+        send_epoch = self.send_leader_epoch
+        partitions = self.replica_manager.all_partitions
+        for tp, state in ready:
+            partition = partitions.get(tp)
+            log = partition.log if partition is not None else None
+            if log is None or log.offline:
+                with_error.add(tp)
+                continue
+            session[tp] = FetchPartitionData(
+                tp,
+                state.fetch_offset,
+                log.log_start_offset,
+                fetch_size,
+                state.current_leader_epoch if send_epoch else None,
+            )
+        if not session:
+            return None, session, with_error
+        request = FetchRequest(
+            self.next_correlation_id(),
+            self.broker_id,
+            self.config.replica_fetch_wait_max_ms,
+            self.config.replica_fetch_min_bytes,
+            self.config.replica_fetch_response_max_bytes,
+            IsolationLevel.READ_UNCOMMITTED,
+            tuple(session.values()),
+        )
+        return request, session, with_error
+
+    def build_offsets_for_leader_epoch(
+        self, partitions: dict[TopicPartition, EpochData]
+    ) -> OffsetsForLeaderEpochRequest:
+        """OFFSETS_FOR_LEADER_EPOCH for the follower's latest epochs (with its current epoch)."""
+        send_epoch = self.send_leader_epoch
+        return OffsetsForLeaderEpochRequest(
+            self.next_correlation_id(),
+            self.broker_id,
+            tuple(
+                OffsetForLeaderPartition(
+                    tp, data.current_leader_epoch if send_epoch else None, data.leader_epoch
+                )
+                for tp, data in partitions.items()
+            ),
+        )
+
+    def build_list_offsets(self, reset: OffsetReset) -> ListOffsetsRequest:
+        """LIST_OFFSETS (LATEST or EARLIEST) for a partition being reset (R9)."""
+        epoch = reset.leader_epoch if self.send_leader_epoch else None
+        return ListOffsetsRequest(
+            self.next_correlation_id(),
+            self.broker_id,
+            IsolationLevel.READ_UNCOMMITTED,
+            (ListOffsetsPartition(reset.tp, epoch, reset.phase),),
+        )
+
+
+class ReplicaFetcherManager:
+    """One ReplicaFetcherThread per source broker (num.replica.fetchers=1) and the failed set."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        replica_manager: ReplicaManager,
+        config: BrokerConfig,
+        variant: Variant,
+        clock: SimClock,
+        next_correlation_id: Callable[[], int],
+    ) -> None:
+        self.broker_id = broker_id
+        self.replica_manager = replica_manager
+        self.config = config
+        self.variant = variant
+        self.clock = clock
+        self.next_correlation_id = next_correlation_id
+        self.fetchers: dict[int, ReplicaFetcherThread] = {}
+        self.failed_partitions: set[TopicPartition] = set()
+
+    def add_fetcher_for_partitions(self, states: dict[TopicPartition, InitialFetchState]) -> None:
+        """Hand each partition to the fetcher of its leader, creating the fetcher if needed."""
+        by_leader: dict[int, dict[TopicPartition, InitialFetchState]] = {}
+        for tp in sorted(states):
+            by_leader.setdefault(states[tp].leader, {})[tp] = states[tp]
+        for leader in sorted(by_leader):
+            fetcher = self.fetchers.get(leader)
+            if fetcher is None:
+                fetcher = ReplicaFetcherThread(
+                    self.broker_id,
+                    leader,
+                    self.replica_manager,
+                    self.config,
+                    self.variant,
+                    self.clock,
+                    self.failed_partitions,
+                    self.next_correlation_id,
+                )
+                self.fetchers[leader] = fetcher
+            fetcher.add_partitions(by_leader[leader])
+
+    def remove_fetcher_for_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching the partitions in every fetcher; forget them as failed."""
+        tps = list(partitions)
+        for leader in sorted(self.fetchers):
+            self.fetchers[leader].remove_partitions(tps)
+        for tp in tps:
+            self.failed_partitions.discard(tp)
+
+    def shutdown_idle_fetcher_threads(self) -> None:
+        """Drop fetchers that track no partition (an in-flight answer to them is then ignored)."""
+        for leader in sorted(self.fetchers):
+            if self.fetchers[leader].partition_count() == 0:
+                del self.fetchers[leader]
+
+    def fetcher_for(self, source_broker: int) -> ReplicaFetcherThread | None:
+        """The fetcher towards source_broker, if any."""
+        return self.fetchers.get(source_broker)

@@ -1,0 +1,298 @@
+"""Log: one replica's record log, its HW, log start offset, recovery point and epoch cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kreplica.impl.epoch_cache import LeaderEpochFileCache
+from kreplica.impl.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    OffsetsOutOfOrderError,
+    RecordTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from kreplica.impl.messages import RECORD_SIZE_BYTES, LogEntry, TopicPartition
+
+
+class FetchIsolation(Enum):
+    """How far a read may go: LEO (followers), HW (read_uncommitted), LSO (read_committed)."""
+
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append wrote: first/last offset, record count, bytes and the log start offset."""
+
+    first_offset: int
+    last_offset: int
+    num_messages: int
+    valid_bytes: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndEpoch:
+    """An end offset and the epoch it belongs to (Log.endOffsetForEpoch)."""
+
+    offset: int
+    leader_epoch: int
+
+
+class Log:
+    """A contiguous list of LogEntry from log_start_offset to LEO; offsets never have gaps."""
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        max_message_bytes: int = 1_000_012,
+        flush_interval_messages: int | None = None,
+    ) -> None:
+        self.tp = tp
+        self.entries: list[LogEntry] = []
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.recovery_point = 0
+        self.max_message_bytes = max_message_bytes
+        self.flush_interval_messages = flush_interval_messages
+        self.offline = False
+        self.leader_epoch_cache = LeaderEpochFileCache(self._leo)
+
+    # ------------------------------------------------------------------------------ offsets
+
+    def _leo(self) -> int:
+        return self.log_start_offset + len(self.entries)
+
+    @property
+    def log_end_offset(self) -> int:
+        """LEO: the offset the next record will get."""
+        return self.log_start_offset + len(self.entries)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """LSO: with no transactions in the model the LSO equals the HW."""
+        return self.high_watermark
+
+    def latest_epoch(self) -> int | None:
+        """The largest epoch in the epoch cache (Log.latestEpoch)."""
+        return self.leader_epoch_cache.latest_epoch()
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> OffsetAndEpoch | None:
+        """R3 through the epoch cache; an UNDEF offset becomes None (Log.endOffsetForEpoch)."""
+        epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch)
+        if offset < 0:
+            return None
+        return OffsetAndEpoch(offset, epoch)
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """Record `leader_epoch` starting at `start_offset` in the epoch cache (R2, R5)."""
+        self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    def _check_online(self) -> None:
+        if self.offline:
+            raise KafkaStorageError(f"log dir of {self.tp} is offline")
+
+    # ------------------------------------------------------------------------------ appends
+
+    def append_as_leader(self, record_ids: tuple[int, ...], leader_epoch: int) -> LogAppendInfo:
+        """Assign the next offsets, stamp `leader_epoch` and append (Log.appendAsLeader)."""
+        self._check_online()
+        if not record_ids:
+            raise InvalidRecordError("a produce request must carry at least one record")
+        size = len(record_ids) * RECORD_SIZE_BYTES
+        if size > self.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes exceeds message.max.bytes {self.max_message_bytes}"
+            )
+        first = self.log_end_offset
+        self.entries.extend(
+            [LogEntry(first + i, leader_epoch, rid) for i, rid in enumerate(record_ids)]
+        )
+        self.leader_epoch_cache.assign(leader_epoch, first)
+        self._maybe_flush()
+        return LogAppendInfo(
+            first, first + len(record_ids) - 1, len(record_ids), size, self.log_start_offset
+        )
+
+    def append_as_follower(self, records: tuple[LogEntry, ...]) -> LogAppendInfo:
+        """Append the leader's records keeping their offsets and epochs (Log.appendAsFollower)."""
+        self._check_online()
+        leo = self.log_end_offset
+        if not records:
+            return LogAppendInfo(-1, leo - 1, 0, 0, self.log_start_offset)
+        cache = self.leader_epoch_cache
+        latest = cache.entries[-1].epoch if cache.entries else None
+        epoch_starts: list[tuple[int, int]] = []
+        prev = -1
+        for entry in records:
+            offset, epoch = entry.offset, entry.epoch
+            if offset <= prev:
+                raise OffsetsOutOfOrderError(f"out of order offsets in append to {self.tp}")
+            if epoch != latest:
+                if epoch < 0:
+                    raise CorruptRecordError(f"record without a leader epoch in {self.tp}")
+                epoch_starts.append((epoch, offset))
+                latest = epoch
+            prev = offset
+        first = records[0].offset
+        if first < leo:
+            raise UnexpectedAppendOffsetError(
+                f"first offset {first} is below the log end offset {leo} of {self.tp}"
+            )
+        if first > leo or prev != first + len(records) - 1:
+            raise CorruptRecordError(f"offset gap in append to {self.tp} at {leo}")
+        for epoch, offset in epoch_starts:
+            cache.assign(epoch, offset)
+        self.entries.extend(records)
+        self._maybe_flush()
+        return LogAppendInfo(
+            first, prev, len(records), len(records) * RECORD_SIZE_BYTES, self.log_start_offset
+        )
+
+    def _maybe_flush(self) -> None:
+        interval = self.flush_interval_messages
+        if interval is not None and self.log_end_offset - self.recovery_point >= interval:
+            self.flush()
+
+    # -------------------------------------------------------------------------------- reads
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        isolation: FetchIsolation,
+        min_one_message: bool,
+    ) -> tuple[LogEntry, ...]:
+        """Records from start_offset up to the isolation bound and max_bytes (Log.read, R15)."""
+        if self.offline:
+            raise KafkaStorageError(f"log dir of {self.tp} is offline")
+        entries = self.entries
+        log_start = self.log_start_offset
+        leo = log_start + len(entries)
+        if start_offset > leo or start_offset < log_start:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} of {self.tp} is outside [{log_start}, {leo}]"
+            )
+        if isolation is FetchIsolation.LOG_END:
+            bound = leo
+        else:
+            # HIGH_WATERMARK, or TXN_COMMITTED (the LSO equals the HW without transactions)
+            bound = self.high_watermark if self.high_watermark < leo else leo
+        if start_offset >= bound:
+            return ()
+        count = bound - start_offset
+        max_count = max_bytes // RECORD_SIZE_BYTES
+        if count > max_count:
+            count = max_count if max_count > 0 else (1 if min_one_message else 0)
+            if count == 0:
+                return ()
+        base = start_offset - log_start
+        return tuple(entries[base : base + count])
+
+    # -------------------------------------------------------------------- high watermark
+
+    def update_high_watermark(self, hw: int, clamp: bool = True) -> int:
+        """Set the HW, clamped to [log start, LEO] unless clamp=False (hw-not-clamped bug)."""
+        if clamp:
+            hw = max(self.log_start_offset, min(hw, self.log_end_offset))
+        self.high_watermark = hw
+        return hw
+
+    def maybe_increment_high_watermark(self, new_high_watermark: int) -> int | None:
+        """Raise the HW to new_high_watermark (<= LEO); return the old HW if it moved (R13)."""
+        if new_high_watermark > self.log_end_offset:
+            raise ValueError(
+                f"HW {new_high_watermark} exceeds the log end offset {self.log_end_offset}"
+            )
+        old = self.high_watermark
+        if old < new_high_watermark:
+            self.high_watermark = new_high_watermark
+            return old
+        return None
+
+    # --------------------------------------------------------------------------- truncation
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Drop every record at or above target_offset; False if target >= LEO (Log.truncateTo)."""
+        self._check_online()
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate {self.tp} to a negative offset {target_offset}")
+        if target_offset >= self.log_end_offset:
+            return False
+        if target_offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        del self.entries[target_offset - self.log_start_offset :]
+        self._update_log_end_offset(target_offset)
+        self.leader_epoch_cache.truncate_from_end(target_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every record and restart the log (and HW) at new_offset; clears the cache."""
+        self._check_online()
+        self.entries.clear()
+        self.log_start_offset = new_offset
+        self._update_log_end_offset(new_offset)
+        self.leader_epoch_cache.clear()
+        if self.high_watermark < new_offset:
+            self.high_watermark = new_offset
+        self.recovery_point = new_offset
+
+    def _update_log_end_offset(self, offset: int) -> None:
+        if self.high_watermark >= offset:
+            self.high_watermark = offset
+        if self.recovery_point > offset:
+            self.recovery_point = offset
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> None:
+        """Delete records below new_log_start_offset (<= HW) and trim the epoch cache (R4)."""
+        self._check_online()
+        if new_log_start_offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"log start offset {new_log_start_offset} of {self.tp} is above the HW "
+                f"{self.high_watermark}"
+            )
+        if new_log_start_offset > self.log_start_offset:
+            drop = min(new_log_start_offset, self.log_end_offset) - self.log_start_offset
+            del self.entries[:drop]
+            self.log_start_offset = new_log_start_offset
+            self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+
+    # ------------------------------------------------------------------------ durability
+
+    def flush(self, offset: int | None = None) -> None:
+        """Make every record below `offset` (default LEO) durable: move the recovery point."""
+        target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+        if target > self.recovery_point:
+            self.recovery_point = target
+
+    def recover(self, lose_unflushed: bool) -> None:
+        """Reload after a restart; unclean shutdown loses every record above the recovery point."""
+        self.offline = False
+        if lose_unflushed and self.recovery_point < self.log_end_offset:
+            keep = max(self.recovery_point - self.log_start_offset, 0)
+            del self.entries[keep:]
+        leo = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self.high_watermark = max(self.log_start_offset, min(self.high_watermark, leo))
+        self.recovery_point = min(self.recovery_point, leo)
+
+    # ------------------------------------------------------------------------- inspection
+
+    def record_ids(self) -> list[int]:
+        """The record ids in offset order."""
+        return [entry.record_id for entry in self.entries]
+
+    def entry_at(self, offset: int) -> LogEntry | None:
+        """The entry at `offset`, or None if it is outside the log."""
+        index = offset - self.log_start_offset
+        if 0 <= index < len(self.entries):
+            return self.entries[index]
+        return None

@@ -1,0 +1,37 @@
+"""LogManager: the broker's logs on disk; they outlive a crash of the broker process."""
+
+from __future__ import annotations
+
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.log import Log
+from kreplica.impl.messages import TopicPartition
+
+
+class LogManager:
+    """One Log per partition, kept across restarts; an unclean shutdown cuts unflushed tails."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.logs: dict[TopicPartition, Log] = {}
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        """The log of tp, if this broker has one."""
+        return self.logs.get(tp)
+
+    def get_or_create_log(self, tp: TopicPartition) -> Log:
+        """The log of tp, created empty at offset 0 if absent (LogManager.getOrCreateLog)."""
+        log = self.logs.get(tp)
+        if log is None:
+            log = Log(tp, self.config.max_message_bytes, self.config.flush_interval_messages)
+            self.logs[tp] = log
+        return log
+
+    def flush_all(self) -> None:
+        """Flush every log: move each recovery point to its LEO."""
+        for tp in sorted(self.logs):
+            self.logs[tp].flush()
+
+    def recover_all(self, unclean: bool) -> None:
+        """Reload every log at start-up; after an unclean shutdown lose unflushed records."""
+        for tp in sorted(self.logs):
+            self.logs[tp].recover(lose_unflushed=unclean)

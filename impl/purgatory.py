@@ -1,0 +1,209 @@
+"""DelayedOperation and DelayedOperationPurgatory, with expiry on the simulated clock (R17)."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Sequence
+from typing import Generic, TypeVar
+
+from kreplica.impl.clock import SimClock
+
+
+class DelayedOperation:
+    """An operation that completes once (try_complete succeeds, forced, or expired) (R17)."""
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        self.completed = False
+        self.expired = False
+        self._timer_seq: int | None = None
+        self._deadline_ms = 0
+        self._timer_owner: DelayedOperationPurgatory[DelayedOperation] | None = None
+
+    def cancel(self) -> None:
+        """Remove this operation from its purgatory's expiry timer (TimerTask.cancel)."""
+        owner = self._timer_owner
+        if owner is not None:
+            owner._cancel_timer(self)
+
+    @property
+    def is_completed(self) -> bool:
+        """True once onComplete has run (or is about to)."""
+        return self.completed
+
+    def force_complete(self) -> bool:
+        """Complete now if nobody did yet: cancel the timer, run on_complete; True if by me."""
+        if self.completed:
+            return False
+        self.completed = True
+        self.cancel()
+        self.on_complete()
+        return True
+
+    def maybe_try_complete(self) -> bool:
+        """One more attempt (single-threaded model of DelayedOperation.maybeTryComplete)."""
+        return self.try_complete()
+
+    def try_complete(self) -> bool:
+        """Check the completion criteria and call force_complete if met; True if completed."""
+        raise NotImplementedError
+
+    def on_complete(self) -> None:
+        """Send the response; runs exactly once."""
+        raise NotImplementedError
+
+    def on_expiration(self) -> None:
+        """Hook run after an expired operation has been completed."""
+
+    def run(self) -> None:
+        """Timer expiry: force_complete then on_expiration (DelayedOperation.run, Kafka order)."""
+        if self.force_complete():
+            self.expired = True
+            self.on_expiration()
+
+
+T = TypeVar("T", bound=DelayedOperation)
+
+
+class DelayedOperationPurgatory(Generic[T]):
+    """Watch lists per key plus an expiry timer driven by the simulated clock (R17)."""
+
+    def __init__(self, name: str, clock: SimClock, purge_interval: int = 1_000) -> None:
+        self.name = name
+        self.clock = clock
+        self.purge_interval = purge_interval
+        self.watchers: dict[Hashable, list[T]] = {}
+        # heap of (deadline, seq); the operation lives in _in_timer until it expires or is
+        # cancelled, so a completed operation is freed at once (Kafka removes it from its bucket)
+        self._timer: list[tuple[int, int]] = []
+        self._in_timer: dict[int, T] = {}
+        self._seq = 0
+        self.estimated_total_operations = 0
+
+    # ------------------------------------------------------------------------ public API
+
+    def try_complete_else_watch(self, operation: T, watch_keys: Sequence[Hashable]) -> bool:
+        """Try once; else watch on every key, try again, and arm the expiry timer (R17)."""
+        if not watch_keys:
+            raise ValueError("the watch key list can't be empty")
+        if operation.try_complete():
+            return True
+        watch_created = False
+        for key in watch_keys:
+            if operation.is_completed:
+                return False
+            self.watchers.setdefault(key, []).append(operation)
+            if not watch_created:
+                watch_created = True
+                self.estimated_total_operations += 1
+        if operation.maybe_try_complete():
+            return True
+        if not operation.is_completed:
+            self._add_to_timer(operation)
+        return False
+
+    def check_and_complete(self, key: Hashable) -> int:
+        """Retry the operations watched on key; purge finished ones; return how many I completed."""
+        ops = self.watchers.get(key)
+        if ops is None:
+            return 0
+        completed = 0
+        lingering = False
+        for op in tuple(ops):
+            if op.completed:
+                lingering = True
+            elif op.maybe_try_complete():
+                completed += 1
+        if completed or lingering:
+            current = self.watchers.get(key)
+            if current is not None:
+                keep = [op for op in current if not op.completed]
+                if keep:
+                    self.watchers[key] = keep
+                else:
+                    del self.watchers[key]
+        return completed
+
+    def cancel_for_key(self, key: Hashable) -> list[T]:
+        """Stop watching key; return its operations without completing them (cancelForKey)."""
+        ops = self.watchers.pop(key, None)
+        if ops is None:
+            return []
+        for op in ops:
+            self._cancel_timer(op)
+        return ops
+
+    def advance_clock(self) -> int:
+        """Expire every operation whose deadline has passed, in deadline order; return the count."""
+        now = self.clock.now_ms
+        expired = 0
+        timer = self._timer
+        while timer and timer[0][0] <= now:
+            _, seq = heapq.heappop(timer)
+            op = self._in_timer.get(seq)
+            if op is None:
+                continue
+            op.run()
+            expired += 1
+        if self.estimated_total_operations - self.num_delayed > self.purge_interval:
+            self.purge_completed()
+        return expired
+
+    def next_expiry_ms(self) -> int | None:
+        """The earliest deadline of a pending operation, if any."""
+        timer = self._timer
+        while timer and timer[0][1] not in self._in_timer:
+            heapq.heappop(timer)
+        return timer[0][0] if timer else None
+
+    def purge_completed(self) -> int:
+        """Drop completed operations from every watch list; return how many were dropped."""
+        purged = 0
+        for key in list(self.watchers):
+            ops = self.watchers[key]
+            keep = [op for op in ops if not op.is_completed]
+            purged += len(ops) - len(keep)
+            if keep:
+                self.watchers[key] = keep
+            else:
+                del self.watchers[key]
+        self.estimated_total_operations = self.num_delayed
+        return purged
+
+    @property
+    def num_delayed(self) -> int:
+        """Operations still waiting in the expiry timer (NumDelayedOperations)."""
+        return len(self._in_timer)
+
+    @property
+    def watched(self) -> int:
+        """Total watch-list entries, completed ones included until purged (PurgatorySize)."""
+        return sum(len(ops) for ops in self.watchers.values())
+
+    def pending(self) -> list[T]:
+        """The operations in the timer, oldest first."""
+        return [self._in_timer[seq] for seq in sorted(self._in_timer)]
+
+    # ---------------------------------------------------------------------------- timer
+
+    def _add_to_timer(self, op: T) -> None:
+        self._seq += 1
+        seq = self._seq
+        op._timer_seq = seq
+        op._timer_owner = self  # type: ignore[assignment]
+        self._in_timer[seq] = op
+        deadline = self.clock.now_ms + op.delay_ms
+        op._deadline_ms = deadline
+        timer = self._timer
+        if len(timer) > 2 * len(self._in_timer) + 64:
+            # drop the entries of operations completed before their deadline
+            timer[:] = [(o._deadline_ms, s) for s, o in self._in_timer.items()]
+            heapq.heapify(timer)
+        heapq.heappush(timer, (deadline, seq))
+
+    def _cancel_timer(self, op: DelayedOperation) -> None:
+        seq = op._timer_seq
+        if seq is not None:
+            self._in_timer.pop(seq, None)
+            op._timer_seq = None
+            op._timer_owner = None

@@ -1,0 +1,183 @@
+"""The steps of a schedule: each is a value; Cluster.apply(step) performs exactly one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kreplica.impl.messages import IsolationLevel, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """Deliver the message at `index` of link (src, dst); index > 0 reorders."""
+
+    src: int
+    dst: int
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """Lose the message at `index` of link (src, dst)."""
+
+    src: int
+    dst: int
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """Queue a copy of the message at `index` of link (src, dst)."""
+
+    src: int
+    dst: int
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DoWork:
+    """One iteration of `broker`'s fetcher towards `source` (AbstractFetcherThread.doWork)."""
+
+    broker: int
+    source: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Advance the simulated clock by `ms` and expire delayed operations on every broker."""
+
+    ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShrinkIsr:
+    """Run the isr-expiration task (maybeShrinkIsr) on `broker`."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class Produce:
+    """A client sends PRODUCE of record_ids to `broker` (default: the controller's leader)."""
+
+    tp: TopicPartition
+    record_ids: tuple[int, ...]
+    acks: int = -1
+    broker: int | None = None
+    timeout_ms: int = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerFetch:
+    """A consumer sends FETCH for tp at offset to `broker` (default: the leader)."""
+
+    tp: TopicPartition
+    offset: int
+    broker: int | None = None
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    max_bytes: int = 1_048_576
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """The broker process dies; its logs (page cache included) survive."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class UncleanShutdown:
+    """Power loss: the broker dies and every log loses its records above the recovery point."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """A dead broker starts again (new incarnation) and registers with the controller."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class DetectFailure:
+    """The controller sees the broker's ZK session expire (whether or not it really died)."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class Register:
+    """A live broker the controller thinks dead registers again (new ZK session)."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class Elect:
+    """The controller makes `broker` the leader of tp (clean needs it alive and in the ISR)."""
+
+    tp: TopicPartition
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """Flush every log of `broker`: its recovery points move to the LEOs."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class Isolate:
+    """Network partition between nodes a and b (messages wait on both links)."""
+
+    a: int
+    b: int
+
+
+@dataclass(frozen=True, slots=True)
+class Heal:
+    """End the network partition between a and b."""
+
+    a: int
+    b: int
+
+
+@dataclass(frozen=True, slots=True)
+class FailLogDir:
+    """The log directory holding tp on broker fails: storage errors until a restart."""
+
+    broker: int
+    tp: TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecords:
+    """Raise the log start offset of tp on its leader to offset (<= HW), like DeleteRecords."""
+
+    tp: TopicPartition
+    offset: int
+
+
+Step = (
+    Deliver
+    | Drop
+    | Duplicate
+    | DoWork
+    | Tick
+    | ShrinkIsr
+    | Produce
+    | ConsumerFetch
+    | Crash
+    | UncleanShutdown
+    | Restart
+    | DetectFailure
+    | Register
+    | Elect
+    | Flush
+    | Isolate
+    | Heal
+    | FailLogDir
+    | DeleteRecords
+)
