@@ -83,8 +83,10 @@ VARIABLES
     \* --- the controller and the cluster ---
     \* @type: Set(Int);
     alive,          \* brokers that are running
+    \* @type: Set(Int);
+    ctrlLive,       \* brokers the controller believes alive (their ZooKeeper sessions)
     \* @type: Int;
-    ctrlLeader,     \* the leader the controller elected (it may have died since)
+    ctrlLeader,     \* the leader the controller elected (it may have died since), or NoLeader
     \* @type: Int;
     ctrlEpoch,      \* the controller's leader epoch
     \* @type: Set(Int);
@@ -106,12 +108,12 @@ VARIABLES
     uncleanShutdowns, \* unclean shutdowns so far
     \* @type: Set({replica: Int, record: Int, cause: Str});
     removed,        \* records removed from a log, by truncation or an unclean shutdown
-    \* @type: {name: Str, args: Str -> Int};
+    \* @type: {name: Str, args: Str -> Int};  (LeaderShrinkIsr's `followers` is a set)
     action          \* the action that produced this state, and its arguments
 
 replicaVars == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader,
                  fetchState, isr, remoteLeo>>
-clusterVars == <<alive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs>>
+clusterVars == <<alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs>>
 historyVars == <<nextRecord, pending, acked, committed, crashes, uncleanShutdowns>>
 vars == <<replicaVars, clusterVars, historyVars, removed, action>>
 
@@ -197,8 +199,8 @@ IsrHw(l, lg, rl, is) ==
 NewHw(l, lg, rl, is) ==
     LET c == IsrHw(l, lg, rl, is) IN IF c > hw[l] THEN c ELSE hw[l]
 
-\* What consumers may now read below leader l's new HW.
-Exposed(l, lg, newHw) == {<<o, lg[l][o + 1].record>> : o \in hw[l]..(newHw - 1)}
+\* What consumers may read below leader l's HW once it is newHw.
+Exposed(l, lg, newHw) == {<<o, lg[l][o + 1].record>> : o \in 0..(newHw - 1)}
 
 \* DelayedProduce.tryComplete for every produce waiting on leader l (R14):
 \* done once the HW passes the record; acked only if the ISR is large enough.
@@ -233,17 +235,22 @@ Outstanding(f) ==
 
 FollowsLeader(f) == f \in alive /\ leader[f] \notin {NoLeader, f}
 
-LeaderAndIsrTo(r) ==
-    [type |-> "LeaderAndIsr", src |-> Controller, dst |-> r,
-     epoch |-> ctrlEpoch', leader |-> ctrlLeader', isr |-> ctrlIsr']
+LeaderAndIsr(r, epoch, l, is) ==
+    [type |-> "LeaderAndIsr", src |-> Controller, dst |-> r, epoch |-> epoch, leader |-> l, isr |-> is]
+
+\* LeaderAndIsr for the partition's new state to each broker in `to` that is
+\* `running` (the controller also sends to brokers it wrongly believes alive;
+\* the network drops those, so they never enter msgs).
+Propagate(to, running, epoch, l, is) ==
+    {LeaderAndIsr(r, epoch, l, is) : r \in to \cap running}
 
 Reply(m, response) == msgs' = (msgs \ {m}) \cup {response}
 Consume(m) == msgs' = msgs \ {m}
 
 -----------------------------------------------------------------------------
-(* The initial state: the controller has elected replica Min(Replicas) in     *)
-(* epoch 1 with every replica in the ISR, and every replica has handled that  *)
-(* LeaderAndIsr (the leader assigned epoch 1 at offset 0, R5).                *)
+(* The initial state: the controller has made replica Min(Replicas) leader in *)
+(* epoch 0 with every replica in the ISR, and every replica has handled that  *)
+(* LeaderAndIsr (the leader assigned epoch 0 at offset 0, R5).                *)
 
 FirstLeader == Min(Replicas)
 
@@ -251,17 +258,17 @@ Init ==
     /\ log = [r \in Replicas |-> <<>>]
     /\ hw = [r \in Replicas |-> 0]
     /\ epochCache = [r \in Replicas |->
-                        IF r = FirstLeader /\ Truncation = "kip279"
-                        THEN <<[epoch |-> 1, startOffset |-> 0]>> ELSE <<>>]
+                        IF r = FirstLeader THEN <<[epoch |-> 0, startOffset |-> 0]>> ELSE <<>>]
     /\ recoveryPoint = [r \in Replicas |-> 0]
-    /\ leaderEpoch = [r \in Replicas |-> 1]
+    /\ leaderEpoch = [r \in Replicas |-> 0]
     /\ leader = [r \in Replicas |-> FirstLeader]
     /\ fetchState = [r \in Replicas |-> IF r = FirstLeader THEN "Idle" ELSE "Truncating"]
     /\ isr = [r \in Replicas |-> IF r = FirstLeader THEN Replicas ELSE {}]
     /\ remoteLeo = [r \in Replicas |-> [f \in Replicas |-> -1]]
     /\ alive = Replicas
+    /\ ctrlLive = Replicas
     /\ ctrlLeader = FirstLeader
-    /\ ctrlEpoch = 1
+    /\ ctrlEpoch = 0
     /\ ctrlIsr = Replicas
     /\ msgs = {}
     /\ nextRecord = 1
@@ -328,7 +335,7 @@ FollowerSendFetch(f) ==
     /\ msgs' = msgs \cup {[type |-> "FetchRequest", src |-> f, dst |-> leader[f],
                            epoch |-> leaderEpoch[f], offset |-> LEO(f)]}
     /\ Act("FollowerSendFetch", [replica |-> f, leader |-> leader[f]])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* ReplicaManager.fetchMessages for a follower (R15, R1, R10, R11, R13): record
 \* the follower's LEO, maybe add it to the ISR, maybe advance the HW, and send
@@ -358,10 +365,10 @@ LeaderHandleFetch(m) ==
                    /\ Reply(m, response("NONE", SubSeq(log[l], m.offset + 1,
                                                        Min2(LEO(l), m.offset + MaxFetchRecords))))
                    /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader,
-                                  fetchState, alive, ctrlLeader, ctrlEpoch, nextRecord,
+                                  fetchState, alive, ctrlLive, ctrlLeader, ctrlEpoch, nextRecord,
                                   crashes, uncleanShutdowns, removed>>
           ELSE /\ Reply(m, response(IF err = "NONE" THEN "OFFSET_OUT_OF_RANGE" ELSE err, <<>>))
-               /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr,
+               /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
                               historyVars, removed>>
 
 \* AbstractFetcherThread.processFetchRequest (R8): follower f appends what its
@@ -393,7 +400,7 @@ FollowerHandleFetchResponse(m) ==
                                 isr, remoteLeo, removed>>
             [] OTHER ->   \* stale, or an error to back off from and retry
                  UNCHANGED <<replicaVars, removed>>
-       /\ UNCHANGED <<alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
+       /\ UNCHANGED <<alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
 \* ReplicaManager.fetchOffsetForTimestamp (ListOffsets, latest) for a follower
 \* (R9, R1): the leader answers with its LEO.
@@ -405,7 +412,7 @@ LeaderHandleListOffsets(m) ==
                         epoch |-> m.epoch, error |-> err,
                         offset |-> IF err = "NONE" THEN LEO(l) ELSE Undefined])
            /\ Act("LeaderHandleListOffsets", [replica |-> l, follower |-> m.src])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* AbstractFetcherThread.handleOutOfRangeError (R9): a follower whose log is
 \* longer than its leader's truncates to the leader's LEO, then fetches from
@@ -426,8 +433,8 @@ FollowerHandleListOffsetsResponse(m) ==
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
             [] OTHER ->
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
-       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLeader, ctrlEpoch,
-                      ctrlIsr, historyVars>>
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLive, ctrlLeader,
+                      ctrlEpoch, ctrlIsr, historyVars>>
 
 -----------------------------------------------------------------------------
 (* Replication: truncation when a replica becomes a follower *)
@@ -454,7 +461,7 @@ FollowerSendOffsetsForLeaderEpoch(f) ==
                            dst |-> leader[f], epoch |-> leaderEpoch[f],
                            requested |-> LatestEpoch(f)]}
     /\ Act("FollowerSendOffsetsForLeaderEpoch", [replica |-> f, leader |-> leader[f]])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* ReplicaManager.lastOffsetForLeaderEpoch (R1, R3): the leader answers with
 \* the end of the requested epoch in its own log.
@@ -471,7 +478,7 @@ LeaderHandleOffsetsForLeaderEpoch(m) ==
                         endOffset |-> IF err = "NONE" THEN answer[2] ELSE Undefined])
            /\ Act("LeaderHandleOffsetsForLeaderEpoch",
                   [replica |-> l, follower |-> m.src, requested |-> m.requested])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* The follower's truncation offset and whether truncation is complete (R6).
 TruncationPoint(f, eL, oL) ==
@@ -504,26 +511,26 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
             [] OTHER ->
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
-       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLeader, ctrlEpoch,
-                      ctrlIsr, historyVars>>
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLive, ctrlLeader,
+                      ctrlEpoch, ctrlIsr, historyVars>>
 
 -----------------------------------------------------------------------------
 (* Leadership: LeaderAndIsr *)
 
 \* ReplicaManager.becomeLeaderOrFollower -> Partition.makeLeader / makeFollower
 \* (R5, R10, R13).  A request whose epoch is not newer than the replica's is
-\* ignored.  A new leader assigns its epoch at its LEO and forgets its
-\* followers' LEOs; a follower cancels its waiting produces and starts
-\* truncating (unless the seeded bug skips that when the leader is unchanged).
+\* ignored.  A leader assigns its epoch at its LEO; a new one forgets its
+\* followers' LEOs.  A follower cancels its waiting produces and starts
+\* truncating (unless the seeded bug skips that when the leader is unchanged),
+\* or idles when the partition has no leader.
 BecomeLeaderOrFollower(m) ==
     /\ m \in msgs /\ m.type = "LeaderAndIsr" /\ m.dst \in alive
     /\ LET r == m.dst
            newLeader == m.leader = r
            wasLeader == leader[r] = r
-           rl == IF newLeader /\ ~wasLeader
-                 THEN [remoteLeo EXCEPT ![r] = [f \in Replicas |-> -1]] ELSE remoteLeo
-           cache == IF newLeader /\ Truncation = "kip279"
-                    THEN Assign(epochCache[r], m.epoch, LEO(r)) ELSE epochCache[r]
+           rl == IF newLeader /\ wasLeader THEN remoteLeo
+                 ELSE [remoteLeo EXCEPT ![r] = [f \in Replicas |-> -1]]
+           cache == IF newLeader THEN Assign(epochCache[r], m.epoch, LEO(r)) ELSE epochCache[r]
            skip == "skip-same-leader-truncation" \in Bugs /\ leader[r] = m.leader
            newHw == NewHw(r, log, rl, m.isr)
        IN
@@ -537,74 +544,99 @@ BecomeLeaderOrFollower(m) ==
                /\ remoteLeo' = rl
                /\ epochCache' = [epochCache EXCEPT ![r] = cache]
                /\ fetchState' = [fetchState EXCEPT ![r] =
-                                    IF newLeader THEN "Idle"
+                                    IF newLeader \/ m.leader = NoLeader THEN "Idle"
                                     ELSE IF skip THEN @ ELSE "Truncating"]
                /\ IF newLeader
                   THEN AdvanceHw(r, log, newHw, m.isr)
                   ELSE /\ pending' = {p \in pending : p.replica # r}
                        /\ UNCHANGED <<hw, committed, acked>>
                /\ UNCHANGED <<log, recoveryPoint, nextRecord, crashes, uncleanShutdowns>>
-       /\ UNCHANGED <<alive, ctrlLeader, ctrlEpoch, ctrlIsr, removed>>
+       /\ UNCHANGED <<alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, removed>>
 
 -----------------------------------------------------------------------------
 (* The ISR *)
 
-\* Partition.maybeShrinkIsr (R12): leader l drops follower f, which has not
-\* caught up to its LEO (time is abstracted: "too long" may be any time).  The
-\* write to ZooKeeper succeeds only while l is the leader of the controller's
-\* current epoch.  The HW is then recomputed and may advance.
-LeaderShrinkIsr(l, f) ==
+\* Partition.maybeShrinkIsr (R12): leader l drops the followers `out`, each of
+\* which has not caught up to its LEO (time is abstracted: "too long" may be
+\* any time, so any such set may go at once).  The ISR write succeeds only while
+\* l leads the controller's current epoch and its session is live.  The HW is
+\* then recomputed and may advance.
+LeaderShrinkIsr(l, out) ==
     /\ l \in alive /\ leader[l] = l
-    /\ f \in isr[l] \ {l}
-    /\ remoteLeo[l][f] # LEO(l)
-    /\ ctrlLeader = l /\ ctrlEpoch = leaderEpoch[l]
-    /\ LET newIsr == isr[l] \ {f}
+    /\ out # {} /\ out \subseteq isr[l] \ {l}
+    /\ \A f \in out : remoteLeo[l][f] # LEO(l)
+    /\ ctrlLeader = l /\ ctrlEpoch = leaderEpoch[l] /\ l \in ctrlLive
+    /\ LET newIsr == isr[l] \ out
            newHw == NewHw(l, log, remoteLeo, newIsr)
        IN  /\ isr' = [isr EXCEPT ![l] = newIsr]
            /\ ctrlIsr' = newIsr
            /\ AdvanceHw(l, log, newHw, newIsr)
-    /\ Act("LeaderShrinkIsr", [replica |-> l, follower |-> f])
+    /\ Act("LeaderShrinkIsr", [replica |-> l, followers |-> out])
     /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, remoteLeo,
-                   alive, ctrlLeader, ctrlEpoch, msgs, nextRecord, crashes,
+                   alive, ctrlLive, ctrlLeader, ctrlEpoch, msgs, nextRecord, crashes,
                    uncleanShutdowns, removed>>
 
-\* KafkaController.onReplicasBecomeOffline: the controller removes dead follower
-\* f from the ISR, bumps the leader epoch and tells the live replicas.
-ControllerShrinkIsr(f) ==
-    /\ f \in ctrlIsr /\ f \notin alive /\ f # ctrlLeader
-    /\ ctrlEpoch < MaxEpoch
-    /\ ctrlEpoch' = ctrlEpoch + 1
-    /\ ctrlIsr' = ctrlIsr \ {f}
-    /\ UNCHANGED ctrlLeader
-    /\ msgs' = msgs \cup {LeaderAndIsrTo(r) : r \in alive}
-    /\ Act("ControllerShrinkIsr", [replica |-> f])
+-----------------------------------------------------------------------------
+(* The controller *)
+
+\* The partition after PartitionStateMachine's offline election among `live`:
+\* the first live ISR member, keeping the live ISR; when unclean election is
+\* enabled and none is left, the first live replica, alone in the ISR.
+OfflineElection(is, live) ==
+    LET clean == is \cap live
+        unclean == IF Election = "unclean" THEN live \cap Replicas ELSE {}
+    IN  IF clean # {} THEN [leader |-> Min(clean), isr |-> clean, elected |-> TRUE]
+        ELSE IF unclean # {} THEN [leader |-> Min(unclean), isr |-> {Min(unclean)},
+                                   elected |-> TRUE]
+        ELSE [leader |-> NoLeader, isr |-> is, elected |-> FALSE]
+
+\* The partition after KafkaController.onBrokerFailure(r): if r led it, elect
+\* a new leader (or leave it offline, NoLeader); if r was in its ISR, drop r
+\* (the last member stays).  `bump` says whether the leader epoch moves.
+OnBrokerFailure(r) ==
+    LET e == OfflineElection(ctrlIsr, ctrlLive \ {r}) IN
+    CASE ctrlLeader = r /\ e.elected -> [leader |-> e.leader, isr |-> e.isr, bump |-> TRUE]
+      [] r \in ctrlIsr -> [leader |-> IF ctrlLeader = r THEN NoLeader ELSE ctrlLeader,
+                           isr |-> IF ctrlIsr = {r} THEN ctrlIsr ELSE ctrlIsr \ {r},
+                           bump |-> TRUE]
+      [] ctrlLeader = r -> [leader |-> NoLeader, isr |-> ctrlIsr, bump |-> TRUE]
+      [] OTHER -> [leader |-> ctrlLeader, isr |-> ctrlIsr, bump |-> FALSE]
+
+\* KafkaController.onBrokerFailure: the ZooKeeper session of crashed broker r
+\* expires; the controller re-elects or shrinks the ISR, bumps the leader epoch
+\* and tells the live replicas.
+ControllerDetectFailure(r) ==
+    /\ r \in ctrlLive /\ r \notin alive
+    /\ LET f == OnBrokerFailure(r)
+           epoch == IF f.bump THEN ctrlEpoch + 1 ELSE ctrlEpoch
+       IN  /\ epoch <= MaxEpoch
+           /\ ctrlLive' = ctrlLive \ {r}
+           /\ ctrlLeader' = f.leader /\ ctrlIsr' = f.isr /\ ctrlEpoch' = epoch
+           /\ msgs' = IF f.bump THEN msgs \cup Propagate(ctrlLive', alive, epoch, f.leader, f.isr)
+                      ELSE msgs
+    /\ Act("ControllerDetectFailure", [replica |-> r])
     /\ UNCHANGED <<replicaVars, alive, historyVars, removed>>
 
------------------------------------------------------------------------------
-(* The controller's elections *)
-
-\* PartitionLeaderElectionAlgorithms (offline / preferred / controlled
-\* shutdown): the controller makes l leader in a new epoch.  A clean election
-\* picks a live ISR member and keeps the live ISR; an unclean one (only when
-\* enabled and no ISR member is alive) picks any live replica, alone in the ISR.
+\* Election.leaderForPreferredReplica / an admin election: the controller makes
+\* l leader in a new epoch.  Clean: l is a live ISR member and the ISR stays;
+\* unclean (when enabled): any live replica, alone in the ISR.
 ControllerElectLeader(l) ==
-    /\ ctrlEpoch < MaxEpoch
-    /\ LET clean == ctrlIsr \cap alive
-           unclean == IF Election = "unclean" /\ clean = {} THEN alive ELSE {}
-       IN  /\ l \in clean \cup unclean
-           /\ ctrlIsr' = IF l \in clean THEN clean ELSE {l}
+    /\ l \in ctrlLive /\ ctrlEpoch < MaxEpoch
+    /\ l \in ctrlIsr \/ Election = "unclean"
+    /\ ctrlIsr' = IF l \in ctrlIsr THEN ctrlIsr ELSE {l}
     /\ ctrlLeader' = l
     /\ ctrlEpoch' = ctrlEpoch + 1
-    /\ msgs' = msgs \cup {LeaderAndIsrTo(r) : r \in alive}
+    /\ msgs' = msgs \cup Propagate(ctrlLive, alive, ctrlEpoch + 1, l, ctrlIsr')
     /\ Act("ControllerElectLeader", [replica |-> l])
-    /\ UNCHANGED <<replicaVars, alive, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, ctrlLive, historyVars, removed>>
 
 -----------------------------------------------------------------------------
 (* Faults *)
 
 \* What a replica forgets when its process stops: its role, its fetcher, its
-\* waiting produces and its connections.  The log, the HW checkpoint and the
-\* epoch cache are on disk.
+\* waiting produces, and the messages on their way to it.  The log, the HW
+\* checkpoint and the epoch cache are on disk.  Messages it already sent stay
+\* in flight.  The controller learns of it only through ControllerDetectFailure.
 StopReplica(r) ==
     /\ alive' = alive \ {r}
     /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = -1]
@@ -613,7 +645,7 @@ StopReplica(r) ==
     /\ isr' = [isr EXCEPT ![r] = {}]
     /\ remoteLeo' = [remoteLeo EXCEPT ![r] = [f \in Replicas |-> -1]]
     /\ pending' = {p \in pending : p.replica # r}
-    /\ msgs' = {m \in msgs : m.src # r /\ m.dst # r}
+    /\ msgs' = {m \in msgs : m.dst # r}
 
 \* A process crash (kill -9): the page cache survives, so no data is lost.
 Crash(r) ==
@@ -621,7 +653,7 @@ Crash(r) ==
     /\ crashes' = crashes + 1
     /\ StopReplica(r)
     /\ Act("Crash", [replica |-> r])
-    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, ctrlLeader, ctrlEpoch, ctrlIsr,
+    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
                    nextRecord, acked, committed, uncleanShutdowns, removed>>
 
 \* A power loss: the log keeps only what was flushed (below the recovery point);
@@ -632,18 +664,36 @@ UncleanShutdown(r) ==
     /\ StopReplica(r)
     /\ Truncate(r, recoveryPoint[r], "unclean-shutdown")
     /\ Act("UncleanShutdown", [replica |-> r])
-    /\ UNCHANGED <<ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked, committed, crashes>>
+    /\ UNCHANGED <<ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked, committed,
+                   crashes>>
 
-\* KafkaController.onBrokerStartup: the broker comes back and, unless it led
-\* the partition (which then needs an election), is told the current state.
+\* The broker comes back and registers (KafkaController.onBrokerStartup).  A
+\* controller that still saw its old session treats the restart as a bounce:
+\* onBrokerFailure first.  It then sends the broker the partition's state, or,
+\* if the partition is offline, runs the offline election, which the broker
+\* may now win.
 Restart(r) ==
     /\ r \notin alive
-    /\ alive' = alive \cup {r}
-    /\ msgs' = IF r = ctrlLeader THEN msgs
-               ELSE msgs \cup {[type |-> "LeaderAndIsr", src |-> Controller, dst |-> r,
-                                epoch |-> ctrlEpoch, leader |-> ctrlLeader, isr |-> ctrlIsr]}
+    /\ LET f == IF r \in ctrlLive THEN OnBrokerFailure(r)
+                ELSE [leader |-> ctrlLeader, isr |-> ctrlIsr, bump |-> FALSE]
+           bounced == IF f.bump THEN ctrlEpoch + 1 ELSE ctrlEpoch
+           live == ctrlLive \cup {r}
+           e == OfflineElection(f.isr, live)
+           elect == f.leader = NoLeader /\ e.elected
+           epoch == IF elect THEN bounced + 1 ELSE bounced
+       IN  /\ epoch <= MaxEpoch
+           /\ alive' = alive \cup {r}
+           /\ ctrlLive' = live
+           /\ ctrlLeader' = IF elect THEN e.leader ELSE f.leader
+           /\ ctrlIsr' = IF elect THEN e.isr ELSE f.isr
+           /\ ctrlEpoch' = epoch
+           /\ msgs' = msgs
+                 \cup (IF f.bump THEN Propagate(ctrlLive \ {r}, alive, bounced, f.leader, f.isr) ELSE {})
+                 \cup (IF f.leader # NoLeader THEN {LeaderAndIsr(r, bounced, f.leader, f.isr)}
+                       ELSE {})
+                 \cup (IF elect THEN Propagate(live, alive \cup {r}, epoch, e.leader, e.isr) ELSE {})
     /\ Act("Restart", [replica |-> r])
-    /\ UNCHANGED <<replicaVars, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, historyVars, removed>>
 
 \* Log.flush: the replica's log is durable up to its LEO.
 Flush(r) ==
@@ -659,7 +709,7 @@ LoseMessage(m) ==
     /\ LossyNetwork /\ m \in msgs
     /\ Consume(m)
     /\ Act("LoseMessage", [from |-> m.src, to |-> m.dst])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 -----------------------------------------------------------------------------
 
@@ -669,13 +719,13 @@ Next ==
           \/ FollowerSendFetch(r)
           \/ FollowerTruncateToHighWatermark(r)
           \/ FollowerSendOffsetsForLeaderEpoch(r)
-          \/ ControllerShrinkIsr(r)
+          \/ ControllerDetectFailure(r)
           \/ ControllerElectLeader(r)
           \/ Crash(r)
           \/ UncleanShutdown(r)
           \/ Restart(r)
           \/ Flush(r)
-          \/ \E f \in Replicas : LeaderShrinkIsr(r, f)
+          \/ \E out \in SUBSET Replicas : LeaderShrinkIsr(r, out)
     \/ \E m \in msgs :
           \/ LeaderHandleFetch(m)
           \/ FollowerHandleFetchResponse(m)
@@ -706,7 +756,9 @@ TypeOK ==
          /\ isr[r] \subseteq Replicas
          /\ \A f \in Replicas : remoteLeo[r][f] \in -1..MaxRecords
     /\ alive \subseteq Replicas
-    /\ ctrlLeader \in Replicas /\ ctrlEpoch \in 1..MaxEpoch /\ ctrlIsr \subseteq Replicas
+    /\ ctrlLive \subseteq Replicas
+    /\ ctrlLeader \in Replicas \cup {NoLeader} /\ ctrlEpoch \in 0..MaxEpoch
+    /\ ctrlIsr \subseteq Replicas
     /\ nextRecord \in 1..(MaxRecords + 1)
     /\ acked \subseteq 1..MaxRecords
 
@@ -765,7 +817,7 @@ NeverCommitted == \A rec \in acked : \A c \in committed : c[2] # rec
 
 \* No follower has truncated records after a leader change.
 NeverTruncatedAfterLeaderChange ==
-    ~(ctrlEpoch > 1 /\ \E x \in removed : x.cause = "truncation")
+    ~(ctrlEpoch > 0 /\ \E x \in removed : x.cause = "truncation")
 
 \* No unclean shutdown has lost a record.
 NeverLostToUncleanShutdown == \A x \in removed : x.cause # "unclean-shutdown"

@@ -1,0 +1,149 @@
+"""The spec's safety properties, evaluated on a projected state (same names as the spec).
+
+Each invariant takes a state (the spec's variables, as `Projector.project` returns them) and
+returns None when it holds, or a one-line reason when it does not. `LeaderEpochsOnlyGrow` is an
+action property and takes the state before and after a step.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+State = dict[str, Any]
+Check = Callable[[State], str | None]
+
+
+def _replicas(s: State) -> range:
+    return range(1, len(s["log"]) + 1)
+
+
+def _in_office(s: State, leader: int) -> bool:
+    """The controller's leader has taken office in the controller's epoch."""
+    i = leader - 1
+    return (
+        leader in s["alive"]
+        and leader == s["ctrlLeader"]
+        and s["leader"][i] == leader
+        and s["leaderEpoch"][i] == s["ctrlEpoch"]
+    )
+
+
+def _records(s: State, r: int) -> set[int]:
+    return {e["record"] for e in s["log"][r - 1]}
+
+
+def _holds(s: State, r: int, offset: int, record: int) -> bool:
+    log = s["log"][r - 1]
+    return offset < len(log) and log[offset]["record"] == record
+
+
+def high_watermark_within_log(s: State) -> str | None:
+    """HW <= LEO on every replica."""
+    for r in _replicas(s):
+        if s["hw"][r - 1] > len(s["log"][r - 1]):
+            return f"replica {r}: HW {s['hw'][r - 1]} > LEO {len(s['log'][r - 1])}"
+    return None
+
+
+def acked_records_never_lost(s: State) -> str | None:
+    """A record acknowledged to a producer is in the log of the leader in office."""
+    for leader in _replicas(s):
+        if _in_office(s, leader):
+            lost = set(s["acked"]) - _records(s, leader)
+            if lost:
+                return f"acked records {sorted(lost)} missing from leader {leader}"
+    return None
+
+
+def committed_records_on_isr(s: State) -> str | None:
+    """Every ISR member holds every committed record at its offset."""
+    for r in sorted(s["ctrlIsr"]):
+        for offset, record in sorted(s["committed"]):
+            if not _holds(s, r, offset, record):
+                return f"ISR member {r} lacks committed record {record} at offset {offset}"
+    return None
+
+
+def consistent_reads(s: State) -> str | None:
+    """A record read below a HW never changes, and the leader in office holds it."""
+    seen: dict[int, int] = {}
+    for offset, record in sorted(s["committed"]):
+        if seen.setdefault(offset, record) != record:
+            return f"offset {offset} was read as record {seen[offset]} and as {record}"
+    for leader in _replicas(s):
+        if _in_office(s, leader):
+            for offset, record in sorted(s["committed"]):
+                if not _holds(s, leader, offset, record):
+                    return f"leader {leader} lost record {record} read at offset {offset}"
+    return None
+
+
+def log_matching(s: State) -> str | None:
+    """Two logs that agree on the epoch at an offset agree on the whole prefix."""
+    logs = s["log"]
+    for a in _replicas(s):
+        for b in _replicas(s):
+            la, lb = logs[a - 1], logs[b - 1]
+            for o in range(min(len(la), len(lb))):
+                if la[o]["epoch"] == lb[o]["epoch"] and la[: o + 1] != lb[: o + 1]:
+                    return f"replicas {a} and {b} agree on epoch at offset {o} but not before"
+    return None
+
+
+def followers_match_leader(s: State) -> str | None:
+    """Once truncation is done, a follower's log is a prefix of its leader's."""
+    for f in _replicas(s):
+        leader = s["leader"][f - 1]
+        if (
+            leader != f
+            and leader in s["alive"]
+            and f in s["alive"]
+            and s["fetchState"][f - 1] == "Fetching"
+            and s["leader"][leader - 1] == leader
+            and s["leaderEpoch"][f - 1] == s["leaderEpoch"][leader - 1]
+        ):
+            mine, theirs = s["log"][f - 1], s["log"][leader - 1]
+            if tuple(theirs[: len(mine)]) != tuple(mine):
+                return f"follower {f}'s log is not a prefix of leader {leader}'s"
+    return None
+
+
+def epoch_cache_ordered(s: State) -> str | None:
+    """The epoch cache is ordered: epochs rise, start offsets do not fall."""
+    for r in _replicas(s):
+        cache = s["epochCache"][r - 1]
+        for x, y in itertools.pairwise(cache):
+            if not (x["epoch"] < y["epoch"] and x["startOffset"] <= y["startOffset"]):
+                return f"replica {r}'s epoch cache is out of order"
+    return None
+
+
+def leader_epochs_only_grow(before: State, after: State) -> str | None:
+    """The controller's epoch and each running replica's epoch never fall (an action property)."""
+    if after["ctrlEpoch"] < before["ctrlEpoch"]:
+        return "the controller's leader epoch fell"
+    for r in sorted(set(before["alive"]) & set(after["alive"])):
+        if after["leaderEpoch"][r - 1] < before["leaderEpoch"][r - 1]:
+            return f"replica {r}'s leader epoch fell"
+    return None
+
+
+INVARIANTS: dict[str, Check] = {
+    "HighWatermarkWithinLog": high_watermark_within_log,
+    "AckedRecordsNeverLost": acked_records_never_lost,
+    "CommittedRecordsOnIsr": committed_records_on_isr,
+    "ConsistentReads": consistent_reads,
+    "LogMatching": log_matching,
+    "FollowersMatchLeader": followers_match_leader,
+    "EpochCacheOrdered": epoch_cache_ordered,
+}
+
+
+def violations(s: State, before: State | None = None) -> list[tuple[str, str]]:
+    """(invariant, reason) for every property that the state (or step) breaks."""
+    found = [(name, reason) for name, check in INVARIANTS.items() if (reason := check(s))]
+    if before is not None and (reason := leader_epochs_only_grow(before, s)):
+        found.append(("LeaderEpochsOnlyGrow", reason))
+    return found

@@ -1,0 +1,217 @@
+"""Record a run of the implementation as an ITF trace in the spec's vocabulary.
+
+`Recorder(cluster, tp).apply(step)` performs one simulator step and appends one ITF state per
+spec action that the step performed, named as the spec names it, with its arguments. A step
+the spec does not see (a client sending, a message to a dead broker) changes no spec variable
+and is recorded as nothing: the spec stutters. One impl step can be two spec actions: a
+fetcher's do_work() may truncate to its HW and then send a fetch; the state between them is
+the state after the step without the new request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kreplica.conformance.itf import ItfState, ItfTrace
+from kreplica.conformance.projection import (
+    CLIENT,
+    CONTROLLER,
+    SPEC_VARS,
+    Projector,
+    State,
+)
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.messages import (
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    ProduceRequest,
+    TopicPartition,
+)
+from kreplica.impl.steps import (
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Drop,
+    Elect,
+    Flush,
+    Restart,
+    ShrinkIsr,
+    Step,
+    Tick,
+    UncleanShutdown,
+)
+
+Args = dict[str, Any]
+
+# Responses named by the action that handles them at the follower.
+RESPONSE_HANDLERS: dict[type, str] = {
+    FetchResponse: "FollowerHandleFetchResponse",
+    OffsetsForLeaderEpochResponse: "FollowerHandleOffsetsForLeaderEpochResponse",
+    ListOffsetsResponse: "FollowerHandleListOffsetsResponse",
+}
+
+# Steps that are one spec action of one broker.
+BROKER_STEPS: dict[type, str] = {
+    Crash: "Crash",
+    UncleanShutdown: "UncleanShutdown",
+    Restart: "Restart",
+    DetectFailure: "ControllerDetectFailure",
+    Flush: "Flush",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One spec action performed by the implementation, and the state it led to."""
+
+    action: str
+    args: Args
+    state: State
+    step: str
+
+
+def delivery_action(cluster: Cluster, step: Deliver | Drop) -> tuple[str, Args] | None:
+    """The spec action that delivering (or dropping) the message at `step` performs."""
+    payload = cluster.network.queues[(step.src, step.dst)][step.index].payload
+    src, dst = step.src, step.dst
+    if isinstance(step, Drop):
+        return "LoseMessage", {"from": src, "to": dst}
+    if dst in (CLIENT, CONTROLLER):
+        return None
+    if isinstance(payload, ProduceRequest):
+        records = [r for p in payload.partitions for r in p.record_ids]
+        return "Produce", {"replica": dst, "record": records[0] if records else -1}
+    if isinstance(payload, LeaderAndIsrRequest):
+        state = payload.partition_states[0]
+        args = {"replica": dst, "epoch": state.leader_epoch, "leader": state.leader}
+        return "BecomeLeaderOrFollower", args
+    if isinstance(payload, FetchRequest):
+        args = {"replica": dst, "follower": src, "offset": payload.partitions[0].fetch_offset}
+        return "LeaderHandleFetch", args
+    if isinstance(payload, OffsetsForLeaderEpochRequest):
+        args = {"replica": dst, "follower": src, "requested": payload.partitions[0].leader_epoch}
+        return "LeaderHandleOffsetsForLeaderEpoch", args
+    if isinstance(payload, ListOffsetsRequest):
+        return "LeaderHandleListOffsets", {"replica": dst, "follower": src}
+    name = RESPONSE_HANDLERS.get(type(payload))
+    return (name, {"replica": dst, "leader": src}) if name else None
+
+
+class Recorder:
+    """Applies simulator steps and records the spec actions they perform (an ITF trace)."""
+
+    def __init__(self, cluster: Cluster, tp: TopicPartition, meta: dict[str, Any]) -> None:
+        self.cluster = cluster
+        self.tp = tp
+        self.projector = Projector(cluster, tp)
+        self.meta = meta
+        self.events: list[Event] = [Event("Init", {}, self.projector.project(), "")]
+
+    @property
+    def state(self) -> State:
+        """The current spec state."""
+        return self.events[-1].state
+
+    def apply(self, step: Step) -> list[Event]:
+        """Perform one simulator step; return (and record) the spec actions it performed."""
+        before = self.state
+        named = self._name(step)
+        if (
+            isinstance(step, Deliver)
+            and named is not None
+            and named[0] == "Produce"
+            and before["leader"][step.dst - 1] == step.dst
+        ):
+            self.projector.note_produce_delivered()
+        if isinstance(step, Crash | UncleanShutdown):
+            self.projector.note_fault(unclean=isinstance(step, UncleanShutdown))
+        self.cluster.apply(step)
+        cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
+        self.projector.observe(before, cause)
+        after = self.projector.project()
+        events = self._events(step, named, before, after)
+        self.events.extend(events)
+        return events
+
+    def _name(self, step: Step) -> tuple[str, Args] | None:
+        """The action a step performs, decided before it runs (None: decided after)."""
+        if isinstance(step, Deliver | Drop):
+            return delivery_action(self.cluster, step)
+        if isinstance(step, Crash | UncleanShutdown | Restart | DetectFailure | Flush):
+            return BROKER_STEPS[type(step)], {"replica": step.broker}
+        if isinstance(step, Elect):
+            return "ControllerElectLeader", {"replica": step.broker}
+        return None
+
+    def _events(
+        self, step: Step, named: tuple[str, Args] | None, before: State, after: State
+    ) -> list[Event]:
+        """The spec actions of one step, with the states between them."""
+        text = repr(step)
+        if isinstance(step, DoWork):
+            return self._do_work_events(step, before, after, text)
+        if isinstance(step, ShrinkIsr):
+            out = before["isr"][step.broker - 1] - after["isr"][step.broker - 1]
+            if not out:
+                return []
+            return [
+                Event("LeaderShrinkIsr", {"replica": step.broker, "followers": out}, after, text)
+            ]
+        if isinstance(step, Tick):
+            return self._expiry_events(before, after, text)
+        if named is None or (after == before and named[0] in ("LoseMessage", "Flush")):
+            return []
+        if named[0] in ("ControllerDetectFailure", "ControllerElectLeader") and after == before:
+            return []
+        return [Event(named[0], named[1], after, text)]
+
+    def _do_work_events(self, step: DoWork, before: State, after: State, text: str) -> list[Event]:
+        """maybe_truncate then maybe_fetch: truncation to the HW, then a request sent."""
+        b = step.broker
+        events: list[Event] = []
+        sent = after["msgs"] - before["msgs"]
+        truncated = (
+            before["fetchState"][b - 1] == "Truncating" and after["fetchState"][b - 1] == "Fetching"
+        )
+        if truncated:
+            middle = {**after, "msgs": before["msgs"]}
+            events.append(Event("FollowerTruncateToHighWatermark", {"replica": b}, middle, text))
+        kinds = {m["type"]: m for m in sent}
+        if "FetchRequest" in kinds:
+            args: Args = {"replica": b, "leader": kinds["FetchRequest"]["dst"]}
+            events.append(Event("FollowerSendFetch", args, after, text))
+        elif "OffsetsForLeaderEpochRequest" in kinds:
+            args = {"replica": b, "leader": kinds["OffsetsForLeaderEpochRequest"]["dst"]}
+            events.append(Event("FollowerSendOffsetsForLeaderEpoch", args, after, text))
+        elif sent or (not truncated and after != before):
+            events.append(Event("Unmapped", {"replica": b}, after, text))
+        return events
+
+    def _expiry_events(self, before: State, after: State, text: str) -> list[Event]:
+        """Delayed produces that timed out (REQUEST_TIMED_OUT), one action each."""
+        gone = sorted(before["pending"] - after["pending"], key=repr)
+        events: list[Event] = []
+        pending = set(before["pending"])
+        for p in gone:
+            pending.discard(p)
+            state = {**after, "pending": frozenset(pending)}
+            args: Args = {"replica": p["replica"], "record": p["record"]}
+            events.append(Event("ExpireDelayedProduce", args, state, text))
+        if not gone and after != before:
+            events.append(Event("Unmapped", {}, after, text))
+        return events
+
+    def trace(self) -> ItfTrace:
+        """The run so far as an ITF trace (action, arguments and impl step in #meta)."""
+        states = [
+            ItfState(e.state, action=e.action, args=e.args, meta={"step": e.step} if e.step else {})
+            for e in self.events
+        ]
+        return ItfTrace(list(SPEC_VARS), states, meta=dict(self.meta))

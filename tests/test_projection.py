@@ -1,0 +1,90 @@
+"""The projection of implementation state onto the spec's variables, and the recorder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kreplica.conformance.invariants import violations
+from kreplica.conformance.projection import SPEC_VARS, Projector
+from kreplica.conformance.recorder import Recorder
+from kreplica.conformance.tlavalue import Record
+from kreplica.conformance.tlc import parse_tlc_output
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.messages import TopicPartition
+from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork
+from kreplica.impl.variants import Variant
+
+TP = TopicPartition("t", 0)
+FIXTURE = Path(__file__).parent / "fixtures" / "tlc" / "kafka" / "Acks1Loss.out"
+
+
+def cluster(n: int = 2, variant: Variant | None = None) -> Cluster:
+    """A cluster whose follower fetches are answered at once, as the spec answers them."""
+    config = BrokerConfig(replica_fetch_wait_max_ms=0)
+    return Cluster(tuple(range(1, n + 1)), {"t": 1}, variant=variant or Variant(), config=config)
+
+
+def test_initial_state_is_the_specs_init() -> None:
+    """A new 2-broker cluster projects onto exactly the Init state TLC printed for the spec."""
+    trace = parse_tlc_output(FIXTURE.read_text(), exit_code=12).to_itf({})
+    assert trace is not None
+    init = trace.states[0].values
+    assert Projector(cluster(), TP).project() == {k: init[k] for k in SPEC_VARS}
+
+
+def test_replicas_must_be_numbered_from_one() -> None:
+    c = Cluster((2, 3), {"t": 1})
+    with pytest.raises(ValueError, match=r"1\.\.n"):
+        Projector(c, TP)
+
+
+def test_a_replication_round_is_recorded_in_the_specs_words() -> None:
+    c = cluster()
+    rec = Recorder(c, TP, {})
+    rec.apply(c.next_record(TP))  # the client sends: the spec does not see it
+    rec.apply(Deliver(-1, 1))
+    rec.apply(DoWork(2, 1))  # truncate to the HW, then fetch
+    rec.apply(Deliver(2, 1))
+    rec.apply(Deliver(1, 2))
+    assert [(e.action, e.args) for e in rec.events] == [
+        ("Init", {}),
+        ("Produce", {"replica": 1, "record": 1}),
+        ("FollowerTruncateToHighWatermark", {"replica": 2}),
+        ("FollowerSendFetch", {"replica": 2, "leader": 1}),
+        ("LeaderHandleFetch", {"replica": 1, "follower": 2, "offset": 0}),
+        ("FollowerHandleFetchResponse", {"replica": 2, "leader": 1}),
+    ]
+    last = rec.state
+    assert last["log"] == (({"epoch": 0, "record": 1},), ({"epoch": 0, "record": 1},))
+    assert last["nextRecord"] == 2
+    # acks=-1: record 1 waits in the leader's purgatory until the HW passes offset 0.
+    assert last["pending"] == frozenset({Record({"record": 1, "replica": 1, "offset": 0})})
+    assert last["acked"] == frozenset()
+    # The state between truncation and fetch has no request in flight yet.
+    assert rec.events[2].state["msgs"] == frozenset()
+    assert len(rec.events[3].state["msgs"]) == 1
+
+
+def test_crash_and_detection_are_recorded() -> None:
+    c = cluster(3)
+    rec = Recorder(c, TP, {})
+    rec.apply(Crash(2))
+    rec.apply(DetectFailure(2))
+    actions = [e.action for e in rec.events]
+    assert actions == ["Init", "Crash", "ControllerDetectFailure"]
+    assert rec.state["crashes"] == 1
+    assert rec.state["ctrlIsr"] == frozenset({1, 3}) and rec.state["ctrlEpoch"] == 1
+
+
+def test_invariants_hold_on_a_healthy_run_and_catch_a_lost_ack() -> None:
+    c = cluster(2, Variant(acks="1"))
+    rec = Recorder(c, TP, {})
+    rec.apply(c.next_record(TP, acks=1))
+    rec.apply(Deliver(-1, 1))
+    assert violations(rec.state) == []
+    rec.apply(Crash(1))
+    rec.apply(DetectFailure(1))  # replica 2 is elected without record 1
+    rec.apply(Deliver(0, 2))
+    assert [name for name, _ in violations(rec.state)] == ["AckedRecordsNeverLost"]
