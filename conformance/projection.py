@@ -34,7 +34,7 @@ from kreplica.impl.network import Envelope
 # The spec's variables, in the order of its VARIABLES declaration (`action` goes to #meta).
 SPEC_VARS: tuple[str, ...] = (
     "log", "hw", "epochCache", "recoveryPoint", "leaderEpoch", "leader", "fetchState", "isr",
-    "remoteLeo", "alive", "ctrlLive", "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs",
+    "remoteLeo", "alive", "incarnation", "ctrlLive", "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs",
     "nextRecord", "pending", "acked", "committed", "crashes", "uncleanShutdowns", "removed",
 )  # fmt: skip
 
@@ -153,16 +153,20 @@ class Projector:
         """The spec's records for the parts of one envelope that concern tp."""
         src, dst, payload = envelope.src, envelope.dst, envelope.payload
         base: dict[str, Value] = {"src": src, "dst": dst}
+        request = {**base, "inc": envelope.src_incarnation}  # requests carry their sender's life
         if isinstance(payload, LeaderAndIsrRequest):
             return [
                 Record({"type": "LeaderAndIsr", **base, "epoch": s.leader_epoch,
                         "leader": s.leader, "isr": frozenset(s.isr)})
                 for s in payload.partition_states if s.tp == self.tp
             ]  # fmt: skip
+        seen = self.history.requests.get((src, dst, getattr(payload, "correlation_id", -1)))
+        if seen is not None:  # a request, as it was when sent (its epoch may be implicit)
+            return [Record(seen)]
         echo = self.history.requests.get((dst, src, getattr(payload, "correlation_id", -1)), {})
         if isinstance(payload, FetchRequest) and payload.replica_id >= 0:
             return [
-                Record({"type": "FetchRequest", **base, **self._request_epoch(src, p),
+                Record({"type": "FetchRequest", **request, **self._request_epoch(src, p),
                         "offset": p.fetch_offset})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
@@ -175,16 +179,20 @@ class Projector:
                         "hw": p.high_watermark})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
-        return self._truncation_messages(payload, base, src, echo)
+        return self._truncation_messages(payload, base, request, echo)
 
     def _truncation_messages(
-        self, payload: Message, base: dict[str, Value], src: int, echo: dict[str, Value]
+        self,
+        payload: Message,
+        base: dict[str, Value],
+        request: dict[str, Value],
+        echo: dict[str, Value],
     ) -> list[Record]:
         """OffsetsForLeaderEpoch and ListOffsets requests and responses for tp."""
         if isinstance(payload, OffsetsForLeaderEpochRequest):
             return [
-                Record({"type": "OffsetsForLeaderEpochRequest", **base,
-                        **self._request_epoch(src, p), "requested": p.leader_epoch})
+                Record({"type": "OffsetsForLeaderEpochRequest", **request,
+                        **self._request_epoch(base["src"], p), "requested": p.leader_epoch})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
         if isinstance(payload, OffsetsForLeaderEpochResponse) and "requested" in echo:
@@ -196,7 +204,8 @@ class Projector:
             ]  # fmt: skip
         if isinstance(payload, ListOffsetsRequest) and payload.replica_id >= 0:
             return [
-                Record({"type": "ListOffsetsRequest", **base, **self._request_epoch(src, p)})
+                Record({"type": "ListOffsetsRequest", **request,
+                        **self._request_epoch(base["src"], p)})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
         if isinstance(payload, ListOffsetsResponse) and echo.get("type") == "ListOffsetsRequest":
@@ -208,11 +217,11 @@ class Projector:
             ]  # fmt: skip
         return []
 
-    def _request_epoch(self, src: int, part: object) -> dict[str, Value]:
+    def _request_epoch(self, src: Value, part: object) -> dict[str, Value]:
         """The sender's current leader epoch (sent, or remembered when fencing is off)."""
         epoch = getattr(part, "current_leader_epoch", None)
         if epoch is None:
-            partition = self.cluster.partition(src, self.tp)
+            partition = self.cluster.partition(int(src), self.tp)  # type: ignore[arg-type]
             epoch = partition.leader_epoch if partition is not None else -1
         return {"epoch": epoch}
 
@@ -235,6 +244,7 @@ class Projector:
             "isr": tuple(v[3] for v in roles),
             "remoteLeo": tuple(v[4] for v in roles),
             "alive": frozenset(r for r in self.replicas if self.cluster.is_alive(r)),
+            "incarnation": tuple(self.cluster.incarnations[r] for r in self.replicas),
             "ctrlLive": frozenset(self.replicas) & self.cluster.controller.live_brokers,
             "ctrlLeader": reg.leader,
             "ctrlEpoch": reg.leader_epoch,

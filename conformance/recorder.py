@@ -3,9 +3,8 @@
 `Recorder(cluster, tp).apply(step)` performs one simulator step and appends one ITF state per
 spec action that the step performed, named as the spec names it, with its arguments. A step
 the spec does not see (a client sending, a message to a dead broker) changes no spec variable
-and is recorded as nothing: the spec stutters. One impl step can be two spec actions: a
-fetcher's do_work() may truncate to its HW and then send a fetch; the state between them is
-the state after the step without the new request.
+and is recorded as nothing: the spec stutters. A Tick can be several spec actions (one per delayed produce that
+expires); the states between them differ only in `pending`.
 """
 
 from __future__ import annotations
@@ -173,26 +172,24 @@ class Recorder:
         return [Event(named[0], named[1], after, text)]
 
     def _do_work_events(self, step: DoWork, before: State, after: State, text: str) -> list[Event]:
-        """maybe_truncate then maybe_fetch: truncation to the HW, then a request sent."""
+        """One fetcher iteration: truncate to the HW and fetch, send a fetch, or ask for epochs."""
         b = step.broker
-        events: list[Event] = []
-        sent = after["msgs"] - before["msgs"]
+        sent = {m["type"]: m for m in after["msgs"] - before["msgs"]}
         truncated = (
             before["fetchState"][b - 1] == "Truncating" and after["fetchState"][b - 1] == "Fetching"
         )
-        if truncated:
-            middle = {**after, "msgs": before["msgs"]}
-            events.append(Event("FollowerTruncateToHighWatermark", {"replica": b}, middle, text))
-        kinds = {m["type"]: m for m in sent}
-        if "FetchRequest" in kinds:
-            args: Args = {"replica": b, "leader": kinds["FetchRequest"]["dst"]}
-            events.append(Event("FollowerSendFetch", args, after, text))
-        elif "OffsetsForLeaderEpochRequest" in kinds:
-            args = {"replica": b, "leader": kinds["OffsetsForLeaderEpochRequest"]["dst"]}
-            events.append(Event("FollowerSendOffsetsForLeaderEpoch", args, after, text))
-        elif sent or (not truncated and after != before):
-            events.append(Event("Unmapped", {"replica": b}, after, text))
-        return events
+        if truncated and "FetchRequest" in sent:
+            args: Args = {"replica": b, "leader": sent["FetchRequest"]["dst"]}
+            return [Event("FollowerTruncateToHighWatermark", args, after, text)]
+        for kind, name in (
+            ("FetchRequest", "FollowerSendFetch"),
+            ("OffsetsForLeaderEpochRequest", "FollowerSendOffsetsForLeaderEpoch"),
+        ):
+            if kind in sent and not truncated:
+                return [Event(name, {"replica": b, "leader": sent[kind]["dst"]}, after, text)]
+        if after != before:
+            return [Event("Unmapped", {"replica": b}, after, text)]
+        return []
 
     def _expiry_events(self, before: State, after: State, text: str) -> list[Event]:
         """Delayed produces that timed out (REQUEST_TIMED_OUT), one action each."""

@@ -177,8 +177,9 @@ class Controller:
 
     def on_broker_startup(self, broker_id: int) -> list[Outgoing]:
         """A broker registered: send it the current state, then elect offline partitions."""
-        if broker_id in self.live_brokers:
-            self.on_broker_failure(broker_id)
+        # A bounce (the controller still saw the old session): handle the failure first, and
+        # send what that failure changed (its LeaderAndIsr requests) before the start-up's.
+        bounced = self.on_broker_failure(broker_id) if broker_id in self.live_brokers else []
         self.live_brokers.add(broker_id)
         by_broker: dict[int, list[LeaderAndIsrPartitionState]] = {}
         offline: list[TopicPartition] = []
@@ -193,7 +194,7 @@ class Controller:
         self._send_leader_and_isr(by_broker)
         elected = [tp for tp in offline if self.offline_partition_leader_election(tp)]
         self._propagate(elected)
-        return self._drain()
+        return bounced + self._drain()
 
     def elect_leader(self, tp: TopicPartition, candidate: int) -> tuple[Errors, list[Outgoing]]:
         """Make candidate the leader with a new epoch: clean needs a live ISR member (ISR kept)."""

@@ -53,12 +53,17 @@ Controller == 0    \* the sender of LeaderAndIsr
 
 (* @typeAlias: ENTRY = {epoch: Int, record: Int};                          *)
 (* @typeAlias: CACHEENTRY = {epoch: Int, startOffset: Int};                *)
-(* Messages are records whose `type` field says which fields they carry:   *)
-(* FetchRequest{src,dst,epoch,offset}, FetchResponse{src,dst,epoch,offset, *)
-(* error,entries,hw}, OffsetsForLeaderEpochRequest{src,dst,epoch,requested},*)
-(* OffsetsForLeaderEpochResponse{src,dst,epoch,requested,error,leaderEpoch,*)
-(* endOffset}, ListOffsetsRequest{src,dst,epoch}, ListOffsetsResponse{src, *)
-(* dst,epoch,error,offset}, LeaderAndIsr{src,dst,epoch,leader,isr}.        *)
+(* Messages are records whose `type` field says which fields they carry.    *)
+(* Requests carry the sender's incarnation `inc` (the life of the connection *)
+(* their answer travels on):                                                *)
+(*   FetchRequest{src,dst,inc,epoch,offset}                                 *)
+(*   FetchResponse{src,dst,epoch,offset,error,entries,hw}                   *)
+(*   OffsetsForLeaderEpochRequest{src,dst,inc,epoch,requested}              *)
+(*   OffsetsForLeaderEpochResponse{src,dst,epoch,requested,error,           *)
+(*                                 leaderEpoch,endOffset}                   *)
+(*   ListOffsetsRequest{src,dst,inc,epoch}                                  *)
+(*   ListOffsetsResponse{src,dst,epoch,error,offset}                        *)
+(*   LeaderAndIsr{src,dst,epoch,leader,isr}                                 *)
 
 VARIABLES
     \* --- per replica (the broker's Log, LeaderEpochFileCache and Partition) ---
@@ -83,6 +88,8 @@ VARIABLES
     \* --- the controller and the cluster ---
     \* @type: Set(Int);
     alive,          \* brokers that are running
+    \* @type: Int -> Int;
+    incarnation,    \* how many times each broker has started (its connections' lifetime)
     \* @type: Set(Int);
     ctrlLive,       \* brokers the controller believes alive (their ZooKeeper sessions)
     \* @type: Int;
@@ -113,7 +120,7 @@ VARIABLES
 
 replicaVars == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader,
                  fetchState, isr, remoteLeo>>
-clusterVars == <<alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs>>
+clusterVars == <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs>>
 historyVars == <<nextRecord, pending, acked, committed, crashes, uncleanShutdowns>>
 vars == <<replicaVars, clusterVars, historyVars, removed, action>>
 
@@ -230,7 +237,8 @@ Truncate(r, to, cause) ==
 
 \* A follower's fetcher has a request or a response on the way with its leader.
 Outstanding(f) ==
-    \E m \in msgs : \/ m.src = f /\ m.dst = leader[f]
+    \E m \in msgs : \/ /\ m.src = f /\ m.dst = leader[f]
+                       /\ "inc" \in DOMAIN m => m.inc = incarnation[f]  \* a request of this life
                     \/ m.dst = f /\ m.src = leader[f]
 
 FollowsLeader(f) == f \in alive /\ leader[f] \notin {NoLeader, f}
@@ -244,7 +252,12 @@ LeaderAndIsr(r, epoch, l, is) ==
 Propagate(to, running, epoch, l, is) ==
     {LeaderAndIsr(r, epoch, l, is) : r \in to \cap running}
 
-Reply(m, response) == msgs' = (msgs \ {m}) \cup {response}
+\* Answer request m.  A response to a requester that has stopped, or restarted
+\* since it sent m, is lost with the connection it was to travel on.
+Reply(m, response) ==
+    msgs' = (msgs \ {m}) \cup
+            (IF "inc" \notin DOMAIN m \/ (m.src \in alive /\ m.inc = incarnation[m.src])
+             THEN {response} ELSE {})
 Consume(m) == msgs' = msgs \ {m}
 
 -----------------------------------------------------------------------------
@@ -266,6 +279,7 @@ Init ==
     /\ isr = [r \in Replicas |-> IF r = FirstLeader THEN Replicas ELSE {}]
     /\ remoteLeo = [r \in Replicas |-> [f \in Replicas |-> -1]]
     /\ alive = Replicas
+    /\ incarnation = [r \in Replicas |-> 1]
     /\ ctrlLive = Replicas
     /\ ctrlLeader = FirstLeader
     /\ ctrlEpoch = 0
@@ -333,9 +347,9 @@ FollowerSendFetch(f) ==
     /\ fetchState[f] = "Fetching"
     /\ ~Outstanding(f)
     /\ msgs' = msgs \cup {[type |-> "FetchRequest", src |-> f, dst |-> leader[f],
-                           epoch |-> leaderEpoch[f], offset |-> LEO(f)]}
+                           inc |-> incarnation[f], epoch |-> leaderEpoch[f], offset |-> LEO(f)]}
     /\ Act("FollowerSendFetch", [replica |-> f, leader |-> leader[f]])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* ReplicaManager.fetchMessages for a follower (R15, R1, R10, R11, R13): record
 \* the follower's LEO, maybe add it to the ISR, maybe advance the HW, and send
@@ -365,10 +379,10 @@ LeaderHandleFetch(m) ==
                    /\ Reply(m, response("NONE", SubSeq(log[l], m.offset + 1,
                                                        Min2(LEO(l), m.offset + MaxFetchRecords))))
                    /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader,
-                                  fetchState, alive, ctrlLive, ctrlLeader, ctrlEpoch, nextRecord,
+                                  fetchState, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, nextRecord,
                                   crashes, uncleanShutdowns, removed>>
           ELSE /\ Reply(m, response(IF err = "NONE" THEN "OFFSET_OUT_OF_RANGE" ELSE err, <<>>))
-               /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
+               /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
                               historyVars, removed>>
 
 \* AbstractFetcherThread.processFetchRequest (R8): follower f appends what its
@@ -385,7 +399,7 @@ FollowerHandleFetchResponse(m) ==
        /\ Act("FollowerHandleFetchResponse", [replica |-> f, leader |-> m.src])
        /\ IF current /\ m.error = "OFFSET_OUT_OF_RANGE"
           THEN Reply(m, [type |-> "ListOffsetsRequest", src |-> f, dst |-> m.src,
-                         epoch |-> leaderEpoch[f]])
+                         inc |-> incarnation[f], epoch |-> leaderEpoch[f]])
           ELSE Consume(m)
        /\ CASE current /\ m.error = "NONE" ->
                  /\ log' = [log EXCEPT ![f] = newLog]
@@ -400,7 +414,7 @@ FollowerHandleFetchResponse(m) ==
                                 isr, remoteLeo, removed>>
             [] OTHER ->   \* stale, or an error to back off from and retry
                  UNCHANGED <<replicaVars, removed>>
-       /\ UNCHANGED <<alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
+       /\ UNCHANGED <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
 \* ReplicaManager.fetchOffsetForTimestamp (ListOffsets, latest) for a follower
 \* (R9, R1): the leader answers with its LEO.
@@ -412,7 +426,7 @@ LeaderHandleListOffsets(m) ==
                         epoch |-> m.epoch, error |-> err,
                         offset |-> IF err = "NONE" THEN LEO(l) ELSE Undefined])
            /\ Act("LeaderHandleListOffsets", [replica |-> l, follower |-> m.src])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* AbstractFetcherThread.handleOutOfRangeError (R9): a follower whose log is
 \* longer than its leader's truncates to the leader's LEO, then fetches from
@@ -433,22 +447,29 @@ FollowerHandleListOffsetsResponse(m) ==
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
             [] OTHER ->
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
-       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLive, ctrlLeader,
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader,
                       ctrlEpoch, ctrlIsr, historyVars>>
 
 -----------------------------------------------------------------------------
 (* Replication: truncation when a replica becomes a follower *)
 
-\* AbstractFetcherThread.truncateToHighWatermark (R7, R6a): the pre-KIP-101
-\* protocol, and any follower whose epoch cache is empty, truncate to the HW.
+\* AbstractFetcherThread.doWork with truncateToHighWatermark (R7, R6a): the
+\* pre-KIP-101 protocol, and any follower whose epoch cache is empty, truncate
+\* to the HW; the same iteration of the fetcher thread (not busy with an earlier
+\* request) then sends its first fetch.
 FollowerTruncateToHighWatermark(f) ==
     /\ FollowsLeader(f)
     /\ fetchState[f] = "Truncating"
+    /\ ~Outstanding(f)
     /\ Truncation = "hw" \/ epochCache[f] = <<>>
     /\ Truncate(f, hw[f], "truncation")
     /\ fetchState' = [fetchState EXCEPT ![f] = "Fetching"]
-    /\ Act("FollowerTruncateToHighWatermark", [replica |-> f])
-    /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, clusterVars, historyVars>>
+    /\ msgs' = msgs \cup {[type |-> "FetchRequest", src |-> f, dst |-> leader[f],
+                           inc |-> incarnation[f], epoch |-> leaderEpoch[f],
+                           offset |-> Min2(hw[f], LEO(f))]}
+    /\ Act("FollowerTruncateToHighWatermark", [replica |-> f, leader |-> leader[f]])
+    /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+                   ctrlIsr, historyVars>>
 
 \* AbstractFetcherThread.maybeTruncate -> fetchEpochEndOffsets (R7): follower f
 \* asks its leader where its latest epoch ends, sending its current epoch too.
@@ -458,10 +479,10 @@ FollowerSendOffsetsForLeaderEpoch(f) ==
     /\ Truncation # "hw" /\ epochCache[f] # <<>>
     /\ ~Outstanding(f)
     /\ msgs' = msgs \cup {[type |-> "OffsetsForLeaderEpochRequest", src |-> f,
-                           dst |-> leader[f], epoch |-> leaderEpoch[f],
+                           dst |-> leader[f], inc |-> incarnation[f], epoch |-> leaderEpoch[f],
                            requested |-> LatestEpoch(f)]}
     /\ Act("FollowerSendOffsetsForLeaderEpoch", [replica |-> f, leader |-> leader[f]])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* ReplicaManager.lastOffsetForLeaderEpoch (R1, R3): the leader answers with
 \* the end of the requested epoch in its own log.
@@ -478,7 +499,7 @@ LeaderHandleOffsetsForLeaderEpoch(m) ==
                         endOffset |-> IF err = "NONE" THEN answer[2] ELSE Undefined])
            /\ Act("LeaderHandleOffsetsForLeaderEpoch",
                   [replica |-> l, follower |-> m.src, requested |-> m.requested])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* The follower's truncation offset and whether truncation is complete (R6).
 TruncationPoint(f, eL, oL) ==
@@ -511,7 +532,7 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
             [] OTHER ->
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
-       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, ctrlLive, ctrlLeader,
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader,
                       ctrlEpoch, ctrlIsr, historyVars>>
 
 -----------------------------------------------------------------------------
@@ -551,7 +572,7 @@ BecomeLeaderOrFollower(m) ==
                   ELSE /\ pending' = {p \in pending : p.replica # r}
                        /\ UNCHANGED <<hw, committed, acked>>
                /\ UNCHANGED <<log, recoveryPoint, nextRecord, crashes, uncleanShutdowns>>
-       /\ UNCHANGED <<alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, removed>>
+       /\ UNCHANGED <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, removed>>
 
 -----------------------------------------------------------------------------
 (* The ISR *)
@@ -573,7 +594,7 @@ LeaderShrinkIsr(l, out) ==
            /\ AdvanceHw(l, log, newHw, newIsr)
     /\ Act("LeaderShrinkIsr", [replica |-> l, followers |-> out])
     /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, remoteLeo,
-                   alive, ctrlLive, ctrlLeader, ctrlEpoch, msgs, nextRecord, crashes,
+                   alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, msgs, nextRecord, crashes,
                    uncleanShutdowns, removed>>
 
 -----------------------------------------------------------------------------
@@ -615,7 +636,7 @@ ControllerDetectFailure(r) ==
            /\ msgs' = IF f.bump THEN msgs \cup Propagate(ctrlLive', alive, epoch, f.leader, f.isr)
                       ELSE msgs
     /\ Act("ControllerDetectFailure", [replica |-> r])
-    /\ UNCHANGED <<replicaVars, alive, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, incarnation, historyVars, removed>>
 
 \* Election.leaderForPreferredReplica / an admin election: the controller makes
 \* l leader in a new epoch.  Clean: l is a live ISR member and the ISR stays;
@@ -628,7 +649,7 @@ ControllerElectLeader(l) ==
     /\ ctrlEpoch' = ctrlEpoch + 1
     /\ msgs' = msgs \cup Propagate(ctrlLive, alive, ctrlEpoch + 1, l, ctrlIsr')
     /\ Act("ControllerElectLeader", [replica |-> l])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLive, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, historyVars, removed>>
 
 -----------------------------------------------------------------------------
 (* Faults *)
@@ -653,8 +674,8 @@ Crash(r) ==
     /\ crashes' = crashes + 1
     /\ StopReplica(r)
     /\ Act("Crash", [replica |-> r])
-    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
-                   nextRecord, acked, committed, uncleanShutdowns, removed>>
+    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, incarnation, ctrlLive, ctrlLeader,
+                   ctrlEpoch, ctrlIsr, nextRecord, acked, committed, uncleanShutdowns, removed>>
 
 \* A power loss: the log keeps only what was flushed (below the recovery point);
 \* log recovery trims the epoch cache and the HW to match.
@@ -664,8 +685,8 @@ UncleanShutdown(r) ==
     /\ StopReplica(r)
     /\ Truncate(r, recoveryPoint[r], "unclean-shutdown")
     /\ Act("UncleanShutdown", [replica |-> r])
-    /\ UNCHANGED <<ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked, committed,
-                   crashes>>
+    /\ UNCHANGED <<incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked,
+                   committed, crashes>>
 
 \* The broker comes back and registers (KafkaController.onBrokerStartup).  A
 \* controller that still saw its old session treats the restart as a bounce:
@@ -683,6 +704,7 @@ Restart(r) ==
            epoch == IF elect THEN bounced + 1 ELSE bounced
        IN  /\ epoch <= MaxEpoch
            /\ alive' = alive \cup {r}
+           /\ incarnation' = [incarnation EXCEPT ![r] = @ + 1]
            /\ ctrlLive' = live
            /\ ctrlLeader' = IF elect THEN e.leader ELSE f.leader
            /\ ctrlIsr' = IF elect THEN e.isr ELSE f.isr
@@ -709,7 +731,7 @@ LoseMessage(m) ==
     /\ LossyNetwork /\ m \in msgs
     /\ Consume(m)
     /\ Act("LoseMessage", [from |-> m.src, to |-> m.dst])
-    /\ UNCHANGED <<replicaVars, alive, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 -----------------------------------------------------------------------------
 
@@ -756,6 +778,7 @@ TypeOK ==
          /\ isr[r] \subseteq Replicas
          /\ \A f \in Replicas : remoteLeo[r][f] \in -1..MaxRecords
     /\ alive \subseteq Replicas
+    /\ \A r \in Replicas : incarnation[r] \in 1..(1 + MaxCrashes + MaxUncleanShutdowns)
     /\ ctrlLive \subseteq Replicas
     /\ ctrlLeader \in Replicas \cup {NoLeader} /\ ctrlEpoch \in 0..MaxEpoch
     /\ ctrlIsr \subseteq Replicas

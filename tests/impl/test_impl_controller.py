@@ -104,6 +104,21 @@ def test_startup_sends_current_state_to_the_broker_and_bounce_is_failure_then_st
     assert request.partition_states[0].leader_epoch == 1
 
 
+def test_bounce_sends_the_failures_leader_and_isr_before_the_startups() -> None:
+    """A bounced sole-ISR leader: offline in epoch 1 (told to the others), re-elected in 2."""
+    c = controller(replicas=(1, 2))
+    c.partitions[TP].isr = (1,)
+    out = c.on_broker_startup(1)
+    sent = [
+        (o.dst, s.leader_epoch, s.leader)
+        for o in out
+        if isinstance(o.payload, LeaderAndIsrRequest)
+        for s in o.payload.partition_states
+    ]
+    assert sent == [(2, 1, -1), (1, 2, 1), (2, 2, 1)]
+    assert registration(c)[:2] == (1, 2)
+
+
 def test_alter_partition_is_fenced_by_epoch_version_and_leadership() -> None:
     c = controller()
 
