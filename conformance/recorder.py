@@ -3,8 +3,8 @@
 `Recorder(cluster, tp).apply(step)` performs one simulator step and appends one ITF state per
 spec action that the step performed, named as the spec names it, with its arguments. A step
 the spec does not see (a client sending, a message to a dead broker) changes no spec variable
-and is recorded as nothing: the spec stutters. A Tick can be several spec actions (one per delayed produce that
-expires); the states between them differ only in `pending`.
+and is recorded as nothing: the spec stutters. A Tick can be several spec actions (one per
+delayed produce that expires); the states between them differ only in `pending`.
 """
 
 from __future__ import annotations
