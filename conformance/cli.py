@@ -25,6 +25,7 @@ from kreplica.conformance.errors import (
     SpecError,
 )
 from kreplica.conformance.itf import write_text_atomic, write_trace
+from kreplica.conformance.replay_cli import replay_command
 from kreplica.conformance.specs import (
     DEFAULT_SUITE,
     SPEC_DIR_ENV,
@@ -518,3 +519,8 @@ def _print_results(rows: Sequence[CheckRow]) -> None:
             console.print(f"counterexample: {row.counterexample}", highlight=False)
     for line in _problem_lines(rows):
         click.echo(line, err=True)
+
+
+# ---------------------------------------------------------------- replay
+
+main.add_command(replay_command)

@@ -79,6 +79,15 @@ BROKER_STEPS: dict[str, Callable[[int], Step]] = {
 }
 
 
+# Every action of the spec (the names traces use).
+SPEC_ACTIONS = frozenset(
+    {"Produce", "ControllerElectLeader", "LeaderShrinkIsr", "ExpireDelayedProduce", "LoseMessage"}
+    | set(DELIVERED)
+    | set(BROKER_STEPS)
+    | set(FETCHER_ACTIONS)
+)
+
+
 @dataclass(frozen=True)
 class Setup:
     """What a replay needs to build the cluster: replicas, variant and broker config."""
