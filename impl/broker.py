@@ -16,11 +16,11 @@ from kreplica.impl.config import BrokerConfig
 from kreplica.impl.errors import IllegalStateError
 from kreplica.impl.log_manager import LogManager
 from kreplica.impl.messages import (
+    NO_ERROR,
     AlterPartitionItem,
     AlterPartitionItemResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
-    Errors,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
@@ -170,7 +170,7 @@ class Broker:
         def send_response(status: dict[TopicPartition, ProducePartitionResponse]) -> None:
             if request.acks == 0:
                 return
-            partitions = tuple(status[tp] for tp in entries if tp in status)
+            partitions = tuple([status[tp] for tp in entries if tp in status])
             self.outbox.append(
                 Outgoing(src, ProduceResponse(request.correlation_id, partitions), src_incarnation)
             )
@@ -186,7 +186,7 @@ class Broker:
             self.outbox.append(
                 Outgoing(
                     src,
-                    FetchResponse(request.correlation_id, Errors.NONE, partitions),
+                    FetchResponse(request.correlation_id, NO_ERROR, partitions),
                     src_incarnation,
                 )
             )
@@ -232,8 +232,13 @@ class Broker:
         """Source brokers whose fetcher would do something on do_work() now."""
         if not self.alive:
             return []
-        fetchers = self.replica_manager.replica_fetcher_manager.fetchers
-        return [source for source in sorted(fetchers) if fetchers[source].has_work()]
+        workable = []
+        for source, fetcher in sorted(
+            self.replica_manager.replica_fetcher_manager.fetchers.items()
+        ):
+            if fetcher.has_work():
+                workable.append(source)
+        return workable
 
     def do_work(self, source: int) -> list[Outgoing]:
         """Run one iteration of the fetcher towards source; return its request, if any."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kreplica.impl.messages import (
-    Errors,
+    NO_ERROR,
     FetchResponse,
     Message,
     ProduceRequest,
@@ -30,7 +30,7 @@ class AckedProduce:
     time_ms: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SentRequest:
     """A request the client sent and is waiting on."""
 
@@ -75,7 +75,7 @@ class Client:
         assert isinstance(request, ProduceRequest)
         records = {data.tp: data.record_ids for data in request.partitions}
         for part in message.partitions:
-            if part.error is Errors.NONE and request.acks in (-1, 1):
+            if part.error is NO_ERROR and request.acks in (-1, 1):
                 self.acked.append(
                     AckedProduce(
                         part.tp,
@@ -87,7 +87,7 @@ class Client:
                         time_ms,
                     )
                 )
-            elif part.error is not Errors.NONE and (
+            elif part.error is not NO_ERROR and (
                 not self.failed_produces or self.failed_produces[-1][1] is not message
             ):
                 self.failed_produces.append((src, message))

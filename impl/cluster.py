@@ -143,15 +143,14 @@ class Cluster:
         if not outgoing:
             return []
         sent = []
-        src_incarnation = self.incarnations.get(src, 0)
+        incarnations = self.incarnations
+        src_incarnation = incarnations.get(src, 0)
         now = self.clock.now_ms
         send = self.network.send
-        incarnations = self.incarnations
-        for out in outgoing:
-            dst_incarnation = out.dst_incarnation
+        for dst, payload, dst_incarnation in outgoing:
             if dst_incarnation is None:
-                dst_incarnation = incarnations.get(out.dst, 0)
-            sent.append(send(src, src_incarnation, out.dst, dst_incarnation, out.payload, now))
+                dst_incarnation = incarnations.get(dst, 0)
+            sent.append(send(src, src_incarnation, dst, dst_incarnation, payload, now))
         return sent
 
     def next_record_id(self) -> int:
@@ -270,20 +269,19 @@ class Cluster:
 
     def deliver(self, envelope: Envelope) -> list[Envelope]:
         """Hand an envelope taken off the network to its destination node."""
-        dst = envelope.dst
+        _, src, dst, src_incarnation, dst_incarnation, payload, _ = envelope
         if dst == CLIENT_ID:
-            self.client.receive(envelope.src, envelope.payload, self.clock.now_ms)
+            self.client.receive(src, payload, self.clock.now_ms)
             return []
         if dst == CONTROLLER_ID:
-            out = self.controller.receive(envelope.src, envelope.src_incarnation, envelope.payload)
+            out = self.controller.receive(src, src_incarnation, payload)
             return self._send_all(CONTROLLER_ID, out)
         broker = self.brokers[dst]
-        if not broker.alive or envelope.dst_incarnation != broker.incarnation:
+        if not broker.alive or dst_incarnation != broker.incarnation:
             self.network.delivered -= 1
             self.network.dropped += 1
             return []
-        out = broker.receive(envelope.src, envelope.src_incarnation, envelope.payload)
-        return self._send_all(dst, out)
+        return self._send_all(dst, broker.receive(src, src_incarnation, payload))
 
     def send_request(self, broker: int, request: Message) -> Envelope:
         """The client sends an arbitrary request (correlation id already set) to a broker."""
@@ -396,18 +394,18 @@ class Cluster:
         """Fair default scheduler: deliver each link's head, run each workable fetcher; repeat."""
         steps = 0
         network = self.network
-        queues = network.queues
         blocked = network.blocked
         brokers = self.brokers
         broker_ids = self.broker_ids
         history = self.history
+        deliver = self.deliver
+        send_all = self._send_all
         deliver_steps = self._deliver_steps
         work_steps = self._work_steps
         while steps < max_steps:
             progressed = False
-            for link in network._sorted_links:
-                queue = queues[link]
-                if not queue or link in blocked:
+            for link, queue in network._lanes:  # links added during the pass wait for the next
+                if not queue or (blocked and link in blocked):
                     continue
                 envelope = queue.popleft()
                 network.delivered += 1
@@ -415,7 +413,7 @@ class Cluster:
                 if step is None:
                     step = deliver_steps[link] = Deliver(link[0], link[1])
                 history.append(step)
-                self.deliver(envelope)
+                deliver(envelope)
                 steps += 1
                 progressed = True
             for b in broker_ids:
@@ -425,7 +423,7 @@ class Cluster:
                     if work is None:
                         work = work_steps[(b, source)] = DoWork(b, source)
                     history.append(work)
-                    self._send_all(b, broker.do_work(source))
+                    send_all(b, broker.do_work(source))
                     steps += 1
                     progressed = True
             if not progressed:

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kreplica.impl.log import FetchIsolation
+from kreplica.impl.log import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FetchIsolation
 from kreplica.impl.messages import (
+    NO_ERROR,
     RECORD_SIZE_BYTES,
     Errors,
     FetchPartitionData,
@@ -35,6 +36,8 @@ class ProducePartitionStatus:
 class DelayedProduce(DelayedOperation):
     """An acks=-1 produce waiting until the HW covers every appended partition (R14)."""
 
+    __slots__ = ("produce_status", "replica_manager", "response_callback")
+
     def __init__(
         self,
         delay_ms: int,
@@ -47,7 +50,7 @@ class DelayedProduce(DelayedOperation):
         self.replica_manager = replica_manager
         self.response_callback = response_callback
         for status in produce_status.values():
-            if status.response.error is Errors.NONE:
+            if status.response.error is NO_ERROR:
                 # REQUEST_TIMED_OUT stands until enough replicas acknowledge
                 status.acks_pending = True
                 status.error = Errors.REQUEST_TIMED_OUT
@@ -69,7 +72,7 @@ class DelayedProduce(DelayedOperation):
                 )
             else:
                 has_enough, error = False, partition
-            if error is not Errors.NONE or has_enough:
+            if error is not NO_ERROR or has_enough:
                 status.acks_pending = False
                 status.error = error
             else:
@@ -91,7 +94,7 @@ class DelayedProduce(DelayedOperation):
         self.response_callback(answers)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchMetadata:
     """The parameters of a parked fetch (FetchMetadata)."""
 
@@ -106,6 +109,8 @@ class FetchMetadata:
 
 class DelayedFetch(DelayedOperation):
     """A fetch waiting for fetch.min.bytes or a reason to answer early (R16)."""
+
+    __slots__ = ("fetch_metadata", "replica_manager", "response_callback")
 
     def __init__(
         self,
@@ -125,6 +130,8 @@ class DelayedFetch(DelayedOperation):
         accumulated = 0
         isolation = meta.fetch_isolation
         only_leader = meta.fetch_only_from_leader
+        to_log_end = isolation is FETCH_LOG_END
+        to_high_watermark = isolation is FETCH_HIGH_WATERMARK
         partitions = self.replica_manager.all_partitions
         for fetch_info in meta.partitions:
             partition = partitions.get(fetch_info.tp)
@@ -138,9 +145,9 @@ class DelayedFetch(DelayedOperation):
                 or (only_leader and partition.leader_replica_id != partition.local_broker_id)
             ):
                 return self.force_complete()
-            if isolation is FetchIsolation.LOG_END:
+            if to_log_end:
                 end_offset = log.log_start_offset + len(log.entries)
-            elif isolation is FetchIsolation.HIGH_WATERMARK:
+            elif to_high_watermark:
                 end_offset = log.high_watermark
             else:
                 end_offset = log.last_stable_offset
@@ -166,4 +173,4 @@ class DelayedFetch(DelayedOperation):
             hard_max_bytes_limit=False,
             fetch_infos=meta.partitions,
         )
-        self.response_callback(tuple([result.to_response() for result in results]))
+        self.response_callback(self.replica_manager.fetch_response_partitions(results))

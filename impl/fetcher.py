@@ -29,6 +29,7 @@ from kreplica.impl.log import LogAppendInfo, OffsetAndEpoch
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    NO_ERROR,
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
     EpochEndOffset,
@@ -499,7 +500,8 @@ class AbstractFetcherThread:
             return []
         request, session, with_error = self.build_fetch(ready)
         if with_error:
-            self.handle_partitions_with_errors(with_error)
+            # in round-robin order: a set of TopicPartitions iterates in PYTHONHASHSEED order
+            self.handle_partitions_with_errors([tp for tp, _ in ready if tp in with_error])
         if request is None:
             return []
         return self._send(request, session=session)
@@ -509,7 +511,7 @@ class AbstractFetcherThread:
     ) -> None:
         """Handle every partition of a FETCH answer with the error matrix of R8."""
         with_error: list[TopicPartition] = []
-        if response.error is not Errors.NONE:
+        if response.error is not NO_ERROR:
             self.handle_partitions_with_errors(self.partition_states.partitions())
             return
         now = self.clock.now_ms
@@ -532,7 +534,7 @@ class AbstractFetcherThread:
                 continue
             request_epoch = sent.current_leader_epoch
             error = data.error
-            if error is Errors.NONE:
+            if error is NO_ERROR:
                 try:
                     info = self.process_partition_data(tp, current.fetch_offset, data)
                 except (CorruptRecordError, InvalidRecordError):
@@ -739,6 +741,8 @@ class ReplicaFetcherThread(AbstractFetcherThread):
         self.is_offset_for_leader_epoch_supported = variant.truncation != "hw"
         self.send_leader_epoch = variant.fencing == "kip320"
         self.clamp_follower_hw = not variant.has_bug("hw-not-clamped")
+        self._last_sent: dict[TopicPartition, FetchPartitionData] = {}
+        """The PartitionData last sent per partition: an unchanged partition reuses the value."""
 
     def latest_epoch(self, tp: TopicPartition) -> int | None:
         """The latest epoch of the local log's epoch cache."""
@@ -782,17 +786,21 @@ class ReplicaFetcherThread(AbstractFetcherThread):
             if partition is None:
                 raise NotLeaderOrFollowerError(f"no partition {tp}")
             log = partition.local_log_or_exception()
-        leo = log.log_start_offset + len(log.entries)
+        log_start_offset = log.log_start_offset
+        leo = log_start_offset + len(log.entries)
         if fetch_offset != leo:
             raise IllegalStateError(f"offset mismatch for {tp}: fetched {fetch_offset}, LEO {leo}")
         records = data.records
-        info = partition.append_records_to_follower(records) if records else None
+        info = None
+        if records:
+            info = partition.append_records_to_follower(records)
+            log_start_offset = log.log_start_offset
+            leo = log_start_offset + len(log.entries)
         hw = data.high_watermark
         if self.clamp_follower_hw:
-            leo = log.log_start_offset + len(log.entries)
-            hw = log.log_start_offset if hw < log.log_start_offset else (leo if hw > leo else hw)
+            hw = log_start_offset if hw < log_start_offset else (leo if hw > leo else hw)
         log.high_watermark = hw
-        if data.log_start_offset > log.log_start_offset:
+        if data.log_start_offset > log_start_offset:
             log.maybe_increment_log_start_offset(data.log_start_offset)
         return info
 
@@ -805,19 +813,26 @@ class ReplicaFetcherThread(AbstractFetcherThread):
         fetch_size = self.config.replica_fetch_max_bytes
         send_epoch = self.send_leader_epoch
         partitions = self.replica_manager.all_partitions
+        last_sent = self._last_sent
         for tp, state in ready:
             partition = partitions.get(tp)
             log = partition.log if partition is not None else None
             if log is None or log.offline:
                 with_error.add(tp)
                 continue
-            session[tp] = FetchPartitionData(
-                tp,
-                state.fetch_offset,
-                log.log_start_offset,
-                fetch_size,
-                state.current_leader_epoch if send_epoch else None,
-            )
+            fetch_offset = state.fetch_offset
+            log_start_offset = log.log_start_offset
+            epoch = state.current_leader_epoch if send_epoch else None
+            data = last_sent.get(tp)
+            if (
+                data is None
+                or data.fetch_offset != fetch_offset
+                or data.log_start_offset != log_start_offset
+                or data.current_leader_epoch != epoch
+            ):
+                data = FetchPartitionData(tp, fetch_offset, log_start_offset, fetch_size, epoch)
+                last_sent[tp] = data
+            session[tp] = data
         if not session:
             return None, session, with_error
         request = FetchRequest(

@@ -26,7 +26,14 @@ class FetchIsolation(Enum):
     TXN_COMMITTED = "txn_committed"
 
 
-@dataclass(frozen=True, slots=True)
+# Kafka's case objects FetchLogEnd / FetchHighWatermark / FetchTxnCommitted, as module constants
+# for the hot paths (an Enum class attribute lookup goes through EnumType's __getattr__ hook).
+FETCH_LOG_END = FetchIsolation.LOG_END
+FETCH_HIGH_WATERMARK = FetchIsolation.HIGH_WATERMARK
+FETCH_TXN_COMMITTED = FetchIsolation.TXN_COMMITTED
+
+
+@dataclass(slots=True)
 class LogAppendInfo:
     """What an append wrote: first/last offset, record count, bytes and the log start offset."""
 
@@ -110,7 +117,7 @@ class Log:
             raise RecordTooLargeError(
                 f"batch of {size} bytes exceeds message.max.bytes {self.max_message_bytes}"
             )
-        first = self.log_end_offset
+        first = self.log_start_offset + len(self.entries)
         self.entries.extend(
             [LogEntry(first + i, leader_epoch, rid) for i, rid in enumerate(record_ids)]
         )
@@ -123,15 +130,14 @@ class Log:
     def append_as_follower(self, records: tuple[LogEntry, ...]) -> LogAppendInfo:
         """Append the leader's records keeping their offsets and epochs (Log.appendAsFollower)."""
         self._check_online()
-        leo = self.log_end_offset
+        leo = self.log_start_offset + len(self.entries)
         if not records:
             return LogAppendInfo(-1, leo - 1, 0, 0, self.log_start_offset)
         cache = self.leader_epoch_cache
         latest = cache.entries[-1].epoch if cache.entries else None
         epoch_starts: list[tuple[int, int]] = []
         prev = -1
-        for entry in records:
-            offset, epoch = entry.offset, entry.epoch
+        for offset, epoch, _ in records:
             if offset <= prev:
                 raise OffsetsOutOfOrderError(f"out of order offsets in append to {self.tp}")
             if epoch != latest:
@@ -179,7 +185,7 @@ class Log:
             raise OffsetOutOfRangeError(
                 f"offset {start_offset} of {self.tp} is outside [{log_start}, {leo}]"
             )
-        if isolation is FetchIsolation.LOG_END:
+        if isolation is FETCH_LOG_END:
             bound = leo
         else:
             # HIGH_WATERMARK, or TXN_COMMITTED (the LSO equals the HW without transactions)
@@ -206,7 +212,7 @@ class Log:
 
     def maybe_increment_high_watermark(self, new_high_watermark: int) -> int | None:
         """Raise the HW to new_high_watermark (<= LEO); return the old HW if it moved (R13)."""
-        if new_high_watermark > self.log_end_offset:
+        if new_high_watermark > self.log_start_offset + len(self.entries):
             raise ValueError(
                 f"HW {new_high_watermark} exceeds the log end offset {self.log_end_offset}"
             )

@@ -65,6 +65,11 @@ class Errors(IntEnum):
     INVALID_UPDATE_VERSION = 95
 
 
+NO_ERROR = Errors.NONE
+"""Errors.NONE for the hot paths: reading an Enum class attribute goes through EnumType's
+__getattr__ hook, several times slower than reading a module constant."""
+
+
 class IsolationLevel(IntEnum):
     """org.apache.kafka.common.IsolationLevel, as carried by FETCH and LIST_OFFSETS."""
 

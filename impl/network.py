@@ -38,6 +38,8 @@ class Network:
         self.queues: dict[Link, deque[Envelope]] = {}
         self.blocked: set[Link] = set()
         self._sorted_links: list[Link] = []
+        self._lanes: list[tuple[Link, deque[Envelope]]] = []
+        """(link, its deque in queues) for every link, sorted: the fair scheduler's order."""
         self._next_msg_id = 0
         self.sent = 0
         self.delivered = 0
@@ -62,6 +64,7 @@ class Network:
         if queue is None:
             queue = self.queues[(src, dst)] = deque()
             self._sorted_links = sorted(self.queues)
+            self._lanes = [(link, self.queues[link]) for link in self._sorted_links]
         queue.append(envelope)
         self.sent += 1
         return envelope

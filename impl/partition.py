@@ -21,6 +21,7 @@ from kreplica.impl.log import FetchIsolation, Log, LogAppendInfo
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    NO_ERROR,
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
     UNKNOWN_OFFSET,
@@ -363,9 +364,9 @@ class Partition:
             return False, Errors.NOT_LEADER_OR_FOLLOWER
         if leader_log.high_watermark >= required_offset:
             if self.config.min_insync_replicas <= len(self.in_sync_replica_ids):
-                return True, Errors.NONE
+                return True, NO_ERROR
             return True, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        return False, Errors.NONE
+        return False, NO_ERROR
 
     # ----------------------------------------------------------------------------- appends
 

@@ -12,6 +12,8 @@ from kreplica.impl.clock import SimClock
 class DelayedOperation:
     """An operation that completes once (try_complete succeeds, forced, or expired) (R17)."""
 
+    __slots__ = ("_deadline_ms", "_timer_owner", "_timer_seq", "completed", "delay_ms", "expired")
+
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
         self.completed = False
@@ -90,7 +92,7 @@ class DelayedOperationPurgatory(Generic[T]):
             return True
         watch_created = False
         for key in watch_keys:
-            if operation.is_completed:
+            if operation.completed:
                 return False
             self.watchers.setdefault(key, []).append(operation)
             if not watch_created:
@@ -98,7 +100,7 @@ class DelayedOperationPurgatory(Generic[T]):
                 self.estimated_total_operations += 1
         if operation.maybe_try_complete():
             return True
-        if not operation.is_completed:
+        if not operation.completed:
             self._add_to_timer(operation)
         return False
 

@@ -20,10 +20,17 @@ from kreplica.impl.errors import (
     UnknownTopicOrPartitionError,
 )
 from kreplica.impl.fetcher import InitialFetchState, ReplicaFetcherManager
-from kreplica.impl.log import FetchIsolation, Log
+from kreplica.impl.log import (
+    FETCH_HIGH_WATERMARK,
+    FETCH_LOG_END,
+    FETCH_TXN_COMMITTED,
+    FetchIsolation,
+    Log,
+)
 from kreplica.impl.log_manager import LogManager
 from kreplica.impl.messages import (
     INTERNAL_TOPICS,
+    NO_ERROR,
     RECORD_SIZE_BYTES,
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
@@ -77,7 +84,7 @@ class LogReadResult:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LogAppendResult:
     """The outcome of appending to one partition as leader."""
 
@@ -120,6 +127,8 @@ class ReplicaManager:
             broker_id, self, config, variant, clock, next_correlation_id
         )
         self._early_ack = variant.has_bug("early-ack")
+        self._last_empty_answers: dict[TopicPartition, FetchPartitionResponse] = {}
+        """The last FETCH answer without records per partition, reused while it stays equal."""
 
     # -------------------------------------------------------------------------- lookups
 
@@ -239,7 +248,7 @@ class ReplicaManager:
     ) -> bool:
         if required_acks != -1 or not entries or self._early_ack:
             return False
-        failed = sum(1 for r in results.values() if r.error is not Errors.NONE)
+        failed = sum(1 for r in results.values() if r.error is not NO_ERROR)
         return failed < len(entries)
 
     def append_to_local_log(
@@ -258,7 +267,7 @@ class ReplicaManager:
                 partition = self.get_partition_or_exception(tp)
                 info = partition.append_records_to_leader(record_ids, required_acks)
                 results[tp] = LogAppendResult(
-                    info.first_offset, info.last_offset, info.log_start_offset, Errors.NONE
+                    info.first_offset, info.last_offset, info.log_start_offset, NO_ERROR
                 )
             except KafkaError as exc:
                 partition_or_error = self.all_partitions.get(tp)
@@ -285,11 +294,11 @@ class ReplicaManager:
         """R15: read up to the isolation bound, record follower state, answer or park a fetch."""
         is_from_follower = replica_id >= 0
         if is_from_follower:
-            fetch_isolation = FetchIsolation.LOG_END
+            fetch_isolation = FETCH_LOG_END
         elif isolation_level is IsolationLevel.READ_COMMITTED:
-            fetch_isolation = FetchIsolation.TXN_COMMITTED
+            fetch_isolation = FETCH_TXN_COMMITTED
         else:
-            fetch_isolation = FetchIsolation.HIGH_WATERMARK
+            fetch_isolation = FETCH_HIGH_WATERMARK
         fetch_only_from_leader = is_from_follower or not has_client_metadata
         results = self.read_from_local_log(
             replica_id, fetch_only_from_leader, fetch_isolation, fetch_max_bytes, False, fetch_infos
@@ -299,11 +308,11 @@ class ReplicaManager:
         bytes_readable = 0
         error_reading = False
         for result in results:
-            if result.error is not Errors.NONE:
+            if result.error is not NO_ERROR:
                 error_reading = True
             bytes_readable += len(result.records) * RECORD_SIZE_BYTES
         if timeout_ms <= 0 or not fetch_infos or bytes_readable >= fetch_min_bytes or error_reading:
-            response_callback(tuple([result.to_response() for result in results]))
+            response_callback(self.fetch_response_partitions(results))
             return
         metadata = FetchMetadata(
             fetch_min_bytes,
@@ -318,6 +327,28 @@ class ReplicaManager:
         self.delayed_fetch_purgatory.try_complete_else_watch(
             operation, [info.tp for info in fetch_infos]
         )
+
+    def fetch_response_partitions(
+        self, results: list[LogReadResult]
+    ) -> tuple[FetchPartitionResponse, ...]:
+        """The FETCH answer of each read; an empty one equal to the last reuses that value."""
+        answers = []
+        last_empty = self._last_empty_answers
+        for result in results:
+            if result.records:
+                answers.append(result.to_response())
+                continue
+            answer = last_empty.get(result.tp)
+            if (
+                answer is None
+                or answer.error is not result.error
+                or answer.high_watermark != result.high_watermark
+                or answer.last_stable_offset != result.last_stable_offset
+                or answer.log_start_offset != result.leader_log_start_offset
+            ):
+                answer = last_empty[result.tp] = result.to_response()
+            answers.append(answer)
+        return tuple(answers)
 
     def read_from_local_log(
         self,
@@ -357,7 +388,7 @@ class ReplicaManager:
             results.append(
                 LogReadResult(
                     tp,
-                    Errors.NONE,
+                    NO_ERROR,
                     records,
                     info.fetch_offset,
                     read.high_watermark,
@@ -379,7 +410,7 @@ class ReplicaManager:
         """R10/R15: record the follower's fetch offset as its LEO for error-free reads only."""
         partitions = self.all_partitions
         for result in results:
-            if result.error is not Errors.NONE:
+            if result.error is not NO_ERROR:
                 continue
             partition = partitions.get(result.tp)
             if partition is None or (partition.log is not None and partition.log.offline):
