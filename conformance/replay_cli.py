@@ -47,7 +47,8 @@ def choose_setup(
         variant = parse_variant(variants, bugs)
     except VariantError as exc:
         raise TraceError(str(exc)) from None
-    replicas = len(trace.states[0].values.get("log", ())) or 3
+    logs = trace.states[0].values.get("log")
+    replicas = len(logs) if isinstance(logs, tuple) and logs else 3
     return Setup(replicas=replicas, variant=variant)
 
 
