@@ -24,6 +24,7 @@ from kreplica.conformance.errors import (
     KreplicaError,
     SpecError,
 )
+from kreplica.conformance.fuzz_cli import fuzz
 from kreplica.conformance.itf import write_text_atomic, write_trace
 from kreplica.conformance.replay_cli import replay_command
 from kreplica.conformance.specs import (
@@ -524,3 +525,8 @@ def _print_results(rows: Sequence[CheckRow]) -> None:
 # ---------------------------------------------------------------- replay
 
 main.add_command(replay_command)
+
+
+# ---------------------------------------------------------------- fuzz
+
+main.add_command(fuzz)

@@ -1,0 +1,766 @@
+"""The fuzzer: a Hypothesis state machine drives the simulator; the spec's invariants judge it.
+
+`ReplicationMachine` is a `RuleBasedStateMachine` over partition t-0 on replicas 1..n. Its
+rules are what can happen in a cluster: a producer sends a record, a consumer reads, a
+follower's fetcher runs, the network delivers, reorders, drops or duplicates a message or
+partitions two nodes, time passes, a leader shrinks its ISR, a broker crashes, loses power or
+restarts, the controller detects a failure or elects a leader. Each rule takes one of the
+steps the simulator has enabled now (`CHOICES`), by an index Hypothesis draws, so that a
+failing run shrinks. Every step goes through the recorder, so every run is an ITF trace in
+the spec's vocabulary, and the invariants are checked after every spec action
+(`checking.checked_violations` says which count).
+
+A run has a fault budget (drawn per run, at most `max_faults`) and a cool-down between
+faults, like the spec's bounds on crashes and epochs: most of a run makes progress, and a
+few faults land at different points of it.
+
+`run_fuzz` runs a campaign for one set-up with Hypothesis's search and shrinking; the failing
+run is then minimised step by step (`schedule.minimize`) and comes back as a `Failure`, which
+`save_failure` writes as an ITF trace plus a replayable schedule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from hypothesis.strategies._internal.featureflags import FeatureFlags
+from kreplica.conformance.checking import SpecRecorder, Violation, apply_checked
+from kreplica.conformance.itf import ItfTrace, write_trace
+from kreplica.conformance.projection import CLIENT, CONTROLLER, State
+from kreplica.conformance.schedule import (
+    TP,
+    Schedule,
+    minimize,
+    replay,
+    steps_json,
+    variant_to_json,
+    write_schedule,
+)
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.messages import RECORD_SIZE_BYTES
+from kreplica.impl.steps import (
+    ConsumerFetch,
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Drop,
+    Duplicate,
+    Elect,
+    Flush,
+    Heal,
+    Isolate,
+    Produce,
+    Restart,
+    ShrinkIsr,
+    Step,
+    Tick,
+    UncleanShutdown,
+)
+from kreplica.impl.variants import Variant
+
+FETCH_MAX_RECORDS = 2
+"""Records per follower fetch, so that a lagging follower catches up over several fetches
+(the spec bounds a fetch by MaxFetchRecords likewise)."""
+
+CONFIG = BrokerConfig(
+    replica_fetch_wait_max_ms=0,
+    replica_fetch_max_bytes=FETCH_MAX_RECORDS * RECORD_SIZE_BYTES,
+)
+"""Follower fetches are answered at once, as the spec answers them, and they are short."""
+
+TICK_MS = (1_000, 30_001)
+"""Clock advances: one replica.fetch.backoff.ms; just past replica.lag.time.max.ms and the
+produce timeout (followers fall out of sync, delayed produces expire)."""
+
+PICK = st.integers(min_value=0, max_value=63)
+"""A rule's choice among its enabled steps, modulo their number (shrinks to the first)."""
+
+
+# ---------------------------------------------------------------- set-up
+
+
+@dataclass(frozen=True)
+class FuzzSetup:
+    """What a campaign runs: the variant, the number of replicas and the faults allowed."""
+
+    variant: Variant = field(default_factory=Variant)
+    replicas: int = 3
+    faults: bool = True
+    """Crashes, restarts, failure detection, elections."""
+    unclean: bool = True
+    """Unclean shutdowns (power loss: a log loses what was not flushed) and flushes."""
+    network: bool = True
+    """Lost and duplicated messages, network partitions (reordering is always on)."""
+    max_faults: int = 4
+    """At most this many faults per run (see COSTLY_KINDS)."""
+
+    def schedule(self, steps: Sequence[Step] = ()) -> Schedule:
+        """A schedule of `steps` for this set-up (its cluster is the fuzzer's)."""
+        return Schedule(self.variant, self.replicas, tuple(steps), CONFIG)
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The rules this set-up allows (by the names of CHOICES)."""
+        kinds = set(PROGRESS_KINDS)
+        if self.faults:
+            kinds |= CRASH_KINDS
+        if self.unclean:
+            kinds |= UNCLEAN_KINDS
+        if self.network:
+            kinds |= NETWORK_KINDS
+        return frozenset(kinds)
+
+    def describe(self) -> str:
+        """One line: variant, replicas, faults."""
+        on = [("crash", self.faults), ("unclean shutdown", self.unclean), ("network", self.network)]
+        faults = ", ".join(name for name, enabled in on if enabled) or "none"
+        return (
+            f"variant {self.variant.label()}, {self.replicas} replicas, "
+            f"faults: {faults} (at most {self.max_faults} per run)"
+        )
+
+    def name(self, seed_value: int) -> str:
+        """A file-name stem for a campaign of this set-up with `seed_value`."""
+        label = re.sub(r"[^A-Za-z0-9.-]+", "_", self.variant.label().replace("=", "-"))
+        return f"{label}-r{self.replicas}-s{seed_value}"
+
+
+# ---------------------------------------------------------------- the choices of each rule
+
+
+def _queues(c: Cluster, deliverable: bool) -> list[tuple[int, int, int]]:
+    """(src, dst, queued) of each link with messages (deliverable: not partitioned), client
+    links left out: the client's requests are delivered at once, and its answers mean nothing
+    to the spec (an ack counts when the leader sends it)."""
+    links = c.network.deliverable_links() if deliverable else c.network.links()
+    queues = c.network.queues
+    return [(a, b, len(queues[(a, b)])) for a, b in links if CLIENT not in (a, b)]
+
+
+def _behind(s: State, leader: int) -> bool:
+    """The broker leads, and an ISR follower's last fetch was below its LEO (the spec's test)."""
+    i = leader - 1
+    if s["leader"][i] != leader:
+        return False
+    leo = len(s["log"][i])
+    return any(s["remoteLeo"][i][f - 1] != leo for f in s["isr"][i] if f != leader)
+
+
+def _out_of_sync(c: Cluster, s: State, leader: int) -> bool:
+    """The leader has ISR followers that are out of sync: behind its LEO (the spec's test)
+    and not caught up for replica.lag.time.max.ms (the simulator's)."""
+    if not _behind(s, leader):
+        return False
+    partition = c.partition(leader, TP)
+    return partition is not None and bool(
+        partition.get_out_of_sync_replicas(c.config.replica_lag_time_max_ms)
+    )
+
+
+def _in_step(s: State, follower: int, leader: int) -> bool:
+    """The follower fetches from a leader that has nothing to tell it, and knows its LEO."""
+    f, ld = follower - 1, leader - 1
+    return bool(
+        s["fetchState"][f] == "Fetching"
+        and s["leader"][ld] == leader
+        and s["leaderEpoch"][f] == s["leaderEpoch"][ld]
+        and s["log"][f] == s["log"][ld]
+        and s["hw"][f] == s["hw"][ld]
+        and s["remoteLeo"][ld][f] == len(s["log"][f])
+    )
+
+
+def _stoppable(s: State) -> list[int]:
+    """Running brokers that may crash: all but the last one (a dead cluster does nothing)."""
+    return sorted(s["alive"]) if len(s["alive"]) > 1 else []
+
+
+def _dead(c: Cluster, s: State) -> list[int]:
+    """Brokers that are not running."""
+    return [b for b in c.broker_ids if b not in s["alive"]]
+
+
+def _node_pairs(c: Cluster) -> list[tuple[int, int]]:
+    """Every pair of nodes that a network partition can separate: brokers and the controller."""
+    return list(itertools.combinations((CONTROLLER, *c.broker_ids), 2))
+
+
+def _blocked(c: Cluster, a: int, b: int) -> bool:
+    """A network partition separates nodes a and b."""
+    return (a, b) in c.network.blocked
+
+
+Choices = Callable[[Cluster, State], list[Step]]
+
+CHOICES: dict[str, Choices] = {
+    "deliver": lambda c, s: [Deliver(a, b) for a, b, _ in _queues(c, True)],
+    "reorder": lambda c, s: [Deliver(a, b, i) for a, b, n in _queues(c, True) for i in range(1, n)],
+    "drop": lambda c, s: [Drop(a, b, i) for a, b, n in _queues(c, False) for i in range(n)],
+    "duplicate": lambda c, s: [
+        Duplicate(a, b, i) for a, b, n in _queues(c, False) for i in range(n)
+    ],
+    "isolate": lambda c, s: [Isolate(a, b) for a, b in _node_pairs(c) if not _blocked(c, a, b)],
+    "heal": lambda c, s: [Heal(a, b) for a, b in _node_pairs(c) if _blocked(c, a, b)],
+    "fetch": lambda c, s: [
+        DoWork(b, src)
+        for b in c.broker_ids
+        for src in c.brokers[b].workable_fetchers()
+        if not _in_step(s, b, src)
+    ],
+    "shrink_isr": lambda c, s: [ShrinkIsr(b) for b in sorted(s["alive"]) if _out_of_sync(c, s, b)],
+    "crash": lambda c, s: [Crash(b) for b in _stoppable(s)],
+    "unclean_shutdown": lambda c, s: [UncleanShutdown(b) for b in _stoppable(s)],
+    "flush": lambda c, s: [  # only in runs with unclean shutdowns: see choices()
+        Flush(b) for b in sorted(s["alive"]) if s["recoveryPoint"][b - 1] < len(s["log"][b - 1])
+    ],
+    "restart": lambda c, s: [Restart(b) for b in _dead(c, s)],
+    "detect_failure": lambda c, s: [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]],
+    "elect": lambda c, s: [Elect(TP, b) for b in sorted(s["ctrlLive"])],
+}
+"""For each rule, the steps it may take now: the steps of `Cluster.enabled_steps()` (plus
+network partitions) that the spec allows here. Left out, because the simulator would do
+nothing or step outside the spec's model: client links (see `_queues`); failure detection of
+a running broker; stopping the last running broker; electing a broker the controller knows
+is dead; flushing a flushed log; shrinking an ISR whose followers are all caught up or not
+yet out of sync; a fetch by a follower in step with its leader (it would learn nothing and
+tell nothing: left out, it is a follower that is briefly slow)."""
+
+_KIND_OF_TYPE: dict[type, str] = {
+    Drop: "drop",
+    Duplicate: "duplicate",
+    Isolate: "isolate",
+    Heal: "heal",
+    DoWork: "fetch",
+    ShrinkIsr: "shrink_isr",
+    Crash: "crash",
+    UncleanShutdown: "unclean_shutdown",
+    Flush: "flush",
+    Restart: "restart",
+    DetectFailure: "detect_failure",
+    Elect: "elect",
+}
+
+
+def kind_of(step: Step) -> str | None:
+    """The rule of CHOICES that takes `step` (None: the client's and the clock's steps)."""
+    if isinstance(step, Deliver):
+        return "deliver" if step.index == 0 else "reorder"
+    return _KIND_OF_TYPE.get(type(step))
+
+
+def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> bool:
+    """True if a rule of the fuzzer could take `step` now (fault budgets aside): a client's
+    request goes to a broker that believes it leads and arrives in the next step; any other
+    step is one of its rule's CHOICES. `minimize` keeps a failing run to such steps."""
+    if isinstance(previous, Produce | ConsumerFetch):
+        return isinstance(step, Deliver) and step.src == CLIENT and step.dst == previous.broker
+    if isinstance(step, Produce | ConsumerFetch):
+        return (
+            step.broker is not None
+            and step.broker in s["alive"]
+            and s["leader"][step.broker - 1] == step.broker
+        )
+    if isinstance(step, Tick):
+        return step.ms in TICK_MS
+    kind = kind_of(step)
+    return kind is not None and step in CHOICES[kind](c, s)
+
+
+PROGRESS_KINDS = frozenset({"deliver", "reorder", "fetch", "shrink_isr"})
+CRASH_KINDS = frozenset({"crash", "restart", "detect_failure", "elect"})
+UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush"})
+NETWORK_KINDS = frozenset({"drop", "duplicate", "isolate", "heal"})
+FAULTS = ("crash", "unclean_shutdown", "elect", "drop", "duplicate", "isolate")
+COSTLY_KINDS = frozenset(FAULTS)
+"""The faults, which spend a run's fault budget (restarts, detection and healing are free)."""
+
+
+# ---------------------------------------------------------------- failures and statistics
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failing run: the violation, its impl steps, and the trace of those steps."""
+
+    invariant: str
+    reason: str
+    steps: tuple[Step, ...]
+    trace: ItfTrace
+    shrunk_steps: int = 0
+    """Impl steps of the run as Hypothesis shrank it (before `minimize`)."""
+
+    @property
+    def spec_actions(self) -> int:
+        """The number of spec actions in the trace (Init excluded)."""
+        return len(self.trace.states) - 1
+
+
+class FuzzFailure(AssertionError):
+    """Raised inside a run to make Hypothesis shrink it: the violation and the impl steps."""
+
+    def __init__(self, violation: Violation, steps: Sequence[Step]) -> None:
+        super().__init__(f"{violation[0]}: {violation[1]}")
+        self.violation = violation
+        self.steps = tuple(steps)
+
+
+@dataclass
+class RunStats:
+    """Counters shared by the runs of one campaign (for the progress bar and the summary)."""
+
+    runs: int = 0
+    steps: int = 0
+    """Rules applied (state-machine steps)."""
+    impl_steps: int = 0
+    failing_runs: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    detected: float | None = None
+    """Seconds from the start to the first failing run."""
+    runs_to_failure: int = 0
+    """Runs up to and including the first failing one."""
+    on_run: Callable[[RunStats], None] | None = None
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the campaign started."""
+        return time.perf_counter() - self.started
+
+    def run_started(self) -> None:
+        """Count a run and report progress."""
+        self.runs += 1
+        if self.on_run is not None:
+            self.on_run(self)
+
+    def run_failed(self) -> None:
+        """Count a failing run; remember when the first one happened."""
+        self.failing_runs += 1
+        if self.detected is None:
+            self.detected = self.elapsed
+            self.runs_to_failure = self.runs
+
+
+# ---------------------------------------------------------------- the state machine
+
+
+UNLIMITED = 2**62
+"""A budget that never runs out."""
+
+
+@dataclass
+class Budget:
+    """How many more events of a kind (faults, records) a run may have, and how far apart.
+    A quiet cluster (nothing else would happen) need not wait."""
+
+    left: int
+    gap: int = 0
+    """Steps to wait after each event before the next one..."""
+    wait: int = 0
+    """...of which this many remain."""
+
+    def ready(self, quiet: bool) -> bool:
+        """An event may happen now: some are left, and the wait is over or nothing else would
+        happen (a quiet cluster)."""
+        return self.left > 0 and (self.wait == 0 or quiet)
+
+    def spend(self) -> None:
+        """One event happened."""
+        self.left -= 1
+        self.wait = self.gap
+
+    def tick(self) -> None:
+        """One step went by."""
+        self.wait = max(0, self.wait - 1)
+
+
+def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
+    """A precondition: the rule `kind` has a step to take."""
+    return lambda machine: bool(machine.choices(kind))
+
+
+class ReplicationMachine(RuleBasedStateMachine):
+    """One run: a cluster, its recorder, and rules that each apply one choice of the fuzzer."""
+
+    setup: ClassVar[FuzzSetup] = FuzzSetup()
+    stats: ClassVar[RunStats] = RunStats()
+    max_gap: ClassVar[int] = 20
+    """The longest gap between two faults, or two records: max steps / (max_faults + 1)."""
+    produced = Bundle("produced")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cluster = self.setup.schedule().cluster()
+        self.recorder = SpecRecorder(self.cluster, TP, {})
+        self.steps: list[Step] = []
+        self._choices: dict[str, list[Step]] = {}
+        self.faults = Budget(self.setup.max_faults)
+        self.records = Budget(UNLIMITED)
+        self.kinds = self.setup.kinds
+        # Hypothesis's swarm testing switches rules off for a whole run at random. A run
+        # without `deliver` or `fetch` cannot make progress, so every rule stays on here
+        # (`plan` varies the faults of each run instead).
+        self._rules_strategy.enabled_rules_strategy = st.just(FeatureFlags())
+        self.stats.run_started()
+
+    # ------------------------------------------------------------ plumbing
+
+    def choices(self, kind: str) -> list[Step]:
+        """The steps the rule `kind` may take now (none if the set-up or budget rules it out)."""
+        found = self._choices.get(kind)
+        if found is None:
+            allowed = kind in self.kinds and (kind not in COSTLY_KINDS or self._may_fault())
+            if kind == "flush":  # flushing matters only to unclean shutdowns
+                allowed = "unclean_shutdown" in self.kinds
+            found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
+            self._choices[kind] = found
+        return found
+
+    def _may_fault(self) -> bool:
+        """The fault budget is not spent, and the cool-down since the last fault is over or
+        the cluster is quiet (nothing else would happen but time passing)."""
+        return self.faults.ready(self.quiet())
+
+    def quiet(self) -> bool:
+        """No fetcher has work and no message but answers to the controller can arrive."""
+        messages = self.choices("deliver") + self.choices("reorder")
+        if any(isinstance(m, Deliver) and m.dst != CONTROLLER for m in messages):
+            return False
+        return not self.choices("fetch")
+
+    def lagging(self) -> bool:
+        """A leader has an ISR follower behind its LEO (time may push it out of the ISR)."""
+        return any(_behind(self.recorder.state, b) for b in self.cluster.broker_ids)
+
+    def may_produce(self) -> bool:
+        """The record budget allows a record now, and a broker believes it leads."""
+        return self.records.ready(self.quiet()) and bool(self.leaders())
+
+    def _apply(self, *steps: Step) -> None:
+        """Apply steps through the recorder; stop the run at the first violation."""
+        for step in steps:
+            self.steps.append(step)
+            self.stats.impl_steps += 1
+            found = apply_checked(self.recorder, step)
+            if found is not None:
+                self.stats.run_failed()
+                raise FuzzFailure(found, self.steps)
+        self.stats.steps += 1
+        self.faults.tick()
+        self.records.tick()
+        self._choices = {}
+
+    def _choose(self, kind: str, pick: int) -> None:
+        """Apply step number `pick` (modulo their number) of the rule `kind`."""
+        options = self.choices(kind)
+        recorded = len(self.recorder.events)
+        self._apply(options[pick % len(options)])
+        refused = kind == "elect" and len(self.recorder.events) == recorded
+        if kind in COSTLY_KINDS and not refused:  # an election the controller refused is free
+            self.faults.spend()
+
+    def leaders(self) -> list[int]:
+        """Running brokers that believe they lead the partition (a producer's targets)."""
+        state = self.recorder.state
+        return [b for b in sorted(state["alive"]) if state["leader"][b - 1] == b]
+
+    def _client_request(self, step: Step, broker: int) -> None:
+        """The client sends a request, and the broker gets it at once (client links stay FIFO)."""
+        index = len(self.cluster.network.queue((CLIENT, broker)))
+        self._apply(step, Deliver(CLIENT, broker, index))
+
+    # ------------------------------------------------------------ the plan of a run
+
+    @initialize(faults=PICK, fault_gap=PICK, focus=PICK, record_gap=PICK)
+    def plan(self, faults: int, fault_gap: int, focus: int, record_gap: int) -> None:
+        """Plan the run: how many faults (up to max_faults), whether they are all of one
+        kind, and how many steps at least between two faults and between two records (spreads
+        them over the run). All shrink towards no limit."""
+        allowed = [kind for kind in FAULTS if kind in self.setup.kinds]
+        if allowed and focus % (len(allowed) + 1):
+            only = allowed[focus % (len(allowed) + 1) - 1]
+            self.kinds = self.setup.kinds - COSTLY_KINDS | {only}
+        most = self.setup.max_faults
+        self.faults = Budget(most - faults % (most + 1), self._gap(fault_gap))
+        self.faults.wait = self.faults.gap
+        self.records = Budget(UNLIMITED, self._gap(record_gap))
+
+    def _gap(self, pick: int) -> int:
+        """A gap of 0, 1, 3, 7, 15 or 31 steps (at most max_gap): back-to-back events as
+        often as widely spread ones."""
+        return min(int(self.max_gap), (1 << (pick % 6)) - 1)
+
+    # ------------------------------------------------------------ the client
+
+    @precondition(lambda self: self.may_produce())
+    @rule(target=produced, pick=PICK, fire_and_forget=st.booleans())
+    def produce(self, pick: int, fire_and_forget: bool) -> int:
+        """A producer sends a new record to a broker that believes it leads (the variant's
+        acks, or acks=0)."""
+        leaders = self.leaders()
+        broker = leaders[pick % len(leaders)]
+        acks = 0 if fire_and_forget else int(self.setup.variant.acks)
+        step = replace(self.cluster.next_record(TP, acks), broker=broker)
+        self.records.spend()
+        self._client_request(step, broker)
+        return step.record_ids[0]
+
+    @precondition(lambda self: self.quiet() and bool(self.leaders()))
+    @rule(record=consumes(produced), pick=PICK)
+    def consume(self, record: int, pick: int) -> None:
+        """A consumer reads from a leader, when the cluster is quiet: at `record`'s offset if
+        the leader holds it, else at its HW."""
+        leaders = self.leaders()
+        broker = leaders[pick % len(leaders)]
+        log = self.recorder.state["log"][broker - 1]
+        offsets = [o for o, entry in enumerate(log) if entry["record"] == record]
+        offset = offsets[0] if offsets else self.recorder.state["hw"][broker - 1]
+        self._client_request(ConsumerFetch(TP, offset, broker), broker)
+
+    # ------------------------------------------------------------ replication and time
+
+    @precondition(_can("fetch"))
+    @rule(pick=PICK)
+    def fetch(self, pick: int) -> None:
+        """A follower's fetcher runs once: maybe truncate, then maybe send a request."""
+        self._choose("fetch", pick)
+
+    @precondition(lambda self: self.quiet() or self.lagging())
+    @rule(ms=st.sampled_from(TICK_MS))
+    def tick(self, ms: int) -> None:
+        """Time passes, when a follower lags or nothing else would happen: followers fall out
+        of sync, backoffs end, delayed produces expire."""
+        self._apply(Tick(ms))
+
+    @precondition(_can("shrink_isr"))
+    @rule(pick=PICK)
+    def shrink_isr(self, pick: int) -> None:
+        """A leader's isr-expiration task runs."""
+        self._choose("shrink_isr", pick)
+
+    # ------------------------------------------------------------ the network
+
+    @precondition(_can("deliver"))
+    @rule(pick=PICK)
+    def deliver(self, pick: int) -> None:
+        """The oldest message of a link arrives."""
+        self._choose("deliver", pick)
+
+    @precondition(_can("reorder"))
+    @rule(pick=PICK)
+    def reorder(self, pick: int) -> None:
+        """A message arrives before older ones on its link."""
+        self._choose("reorder", pick)
+
+    @precondition(_can("drop"))
+    @rule(pick=PICK)
+    def drop(self, pick: int) -> None:
+        """A message is lost."""
+        self._choose("drop", pick)
+
+    @precondition(_can("duplicate"))
+    @rule(pick=PICK)
+    def duplicate(self, pick: int) -> None:
+        """A message is sent twice."""
+        self._choose("duplicate", pick)
+
+    @precondition(_can("isolate"))
+    @rule(pick=PICK)
+    def isolate(self, pick: int) -> None:
+        """A network partition separates two nodes: their messages wait."""
+        self._choose("isolate", pick)
+
+    @precondition(_can("heal"))
+    @rule(pick=PICK)
+    def heal(self, pick: int) -> None:
+        """A network partition ends."""
+        self._choose("heal", pick)
+
+    # ------------------------------------------------------------ brokers and the controller
+
+    @precondition(_can("crash"))
+    @rule(pick=PICK)
+    def crash(self, pick: int) -> None:
+        """A broker process dies (its log survives)."""
+        self._choose("crash", pick)
+
+    @precondition(_can("unclean_shutdown"))
+    @rule(pick=PICK)
+    def unclean_shutdown(self, pick: int) -> None:
+        """A broker loses power: its log loses what was not flushed."""
+        self._choose("unclean_shutdown", pick)
+
+    @precondition(_can("flush"))
+    @rule(pick=PICK)
+    def flush(self, pick: int) -> None:
+        """A broker flushes its log (its recovery point moves to its LEO)."""
+        self._choose("flush", pick)
+
+    @precondition(_can("restart"))
+    @rule(pick=PICK)
+    def restart(self, pick: int) -> None:
+        """A dead broker starts again and registers with the controller."""
+        self._choose("restart", pick)
+
+    @precondition(_can("detect_failure"))
+    @rule(pick=PICK)
+    def detect_failure(self, pick: int) -> None:
+        """The controller sees a dead broker's session expire, and re-elects."""
+        self._choose("detect_failure", pick)
+
+    @precondition(_can("elect"))
+    @rule(pick=PICK)
+    def elect(self, pick: int) -> None:
+        """The controller is asked to elect a leader (it refuses what the variant forbids)."""
+        self._choose("elect", pick)
+
+
+# ---------------------------------------------------------------- campaigns
+
+
+@dataclass(frozen=True)
+class FuzzResult:
+    """The outcome of one campaign."""
+
+    setup: FuzzSetup
+    seed: int
+    examples: int
+    max_steps: int
+    stats: RunStats
+    seconds: float
+    failure: Failure | None = None
+
+
+def machine_for(
+    setup: FuzzSetup, stats: RunStats, seed_value: int, max_steps: int
+) -> type[ReplicationMachine]:
+    """A state machine class for one set-up, counting into `stats`, seeded with `seed_value`."""
+    max_gap = max_steps // (setup.max_faults + 1)
+    attrs: dict[str, Any] = {"setup": setup, "stats": stats, "max_gap": max_gap}
+    machine = type("ReplicationMachine", (ReplicationMachine,), attrs)
+    return seed(seed_value)(machine)
+
+
+def fuzz_settings(examples: int, max_steps: int, shrink: bool = True) -> settings:
+    """Hypothesis settings for a reproducible campaign: no database, generate then shrink."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=max_steps,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+
+
+def run_fuzz(
+    setup: FuzzSetup,
+    examples: int,
+    max_steps: int,
+    seed_value: int = 0,
+    on_run: Callable[[RunStats], None] | None = None,
+    shrink: bool = True,
+) -> FuzzResult:
+    """Run up to `examples` runs of up to `max_steps` steps; shrink the first failing one."""
+    stats = RunStats(on_run=on_run)
+    failure = None
+    if examples > 0:
+        machine = machine_for(setup, stats, seed_value, max_steps)
+        try:
+            run_state_machine_as_test(machine, settings=fuzz_settings(examples, max_steps, shrink))
+        except FuzzFailure as err:
+            failure = _failure(setup, err, shrink)
+    seconds = time.perf_counter() - stats.started
+    return FuzzResult(setup, seed_value, examples, max_steps, stats, seconds, failure)
+
+
+def _failure(setup: FuzzSetup, err: FuzzFailure, shrink: bool) -> Failure:
+    """The failure Hypothesis reported, minimised (when shrinking), with its trace."""
+    schedule = replace(setup.schedule(err.steps), violation=err.violation)
+    if shrink:
+        schedule = minimize(schedule, fuzzer_may_take)
+    result = replay(schedule)
+    violation = result.violation or err.violation
+    steps = schedule.steps[: result.steps_applied]
+    return Failure(violation[0], violation[1], steps, result.trace, len(err.steps))
+
+
+# ---------------------------------------------------------------- saving
+
+
+def failure_schedule(result: FuzzResult) -> Schedule:
+    """The schedule that replays a campaign's failure (with how it was found)."""
+    assert result.failure is not None
+    f = result.failure
+    meta = {
+        "description": f"kreplica fuzz: {result.setup.describe()}",
+        "seed": result.seed,
+        "examples": result.examples,
+        "max_steps": result.max_steps,
+    }
+    return replace(result.setup.schedule(f.steps), violation=(f.invariant, f.reason), meta=meta)
+
+
+def failure_trace(result: FuzzResult) -> ItfTrace:
+    """The failure's trace, with the violation, variant, seed and impl steps in its #meta."""
+    assert result.failure is not None
+    f = result.failure
+    meta = {
+        "source": "kreplica fuzz",
+        "description": result.setup.describe(),
+        "violation": {"invariant": f.invariant, "reason": f.reason},
+        "variant": variant_to_json(result.setup.variant),
+        "replicas": result.setup.replicas,
+        "seed": result.seed,
+        "impl_steps": steps_json(f.steps),
+    }
+    return replace(f.trace, meta=meta)
+
+
+def save_failure(result: FuzzResult, out: Path) -> tuple[Path, Path]:
+    """Write `<out>/<name>.itf.json` and `<out>/<name>.schedule.json`, each atomically."""
+    stem = result.setup.name(result.seed)
+    trace_path, schedule_path = out / f"{stem}.itf.json", out / f"{stem}.schedule.json"
+    write_schedule(schedule_path, failure_schedule(result))
+    write_trace(trace_path, failure_trace(result))
+    return trace_path, schedule_path
+
+
+def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
+    """The human summary of a campaign."""
+    s = result.stats
+    rate = s.steps / result.seconds if result.seconds > 0 else 0.0
+    lines = [
+        f"kreplica fuzz: {result.setup.describe()}, seed {result.seed}",
+        f"runs {s.runs:,}, steps {s.steps:,} ({s.impl_steps:,} impl steps), "
+        f"time {result.seconds:.1f} s ({rate:,.0f} steps/s)",
+    ]
+    f = result.failure
+    if f is None:
+        return [*lines, "no invariant failed"]
+    lines += [
+        f"violation {f.invariant}: {f.reason}",
+        f"  found in run {s.runs_to_failure:,} after {s.detected or 0:.1f} s; shrunk to "
+        f"{len(f.steps)} impl steps, {f.spec_actions} spec actions",
+    ]
+    return lines + [f"  {kind}: {p}" for kind, p in zip(("trace", "schedule"), paths, strict=False)]

@@ -1,0 +1,190 @@
+"""The fuzzer: the correct protocol survives it; it finds every seeded bug and unsafe variant."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from kreplica.conformance.checking import (
+    IMPLEMENTATION_ERROR,
+    POWER_LOSS_INVARIANTS,
+    SpecRecorder,
+    checked_violations,
+)
+from kreplica.conformance.fuzz import (
+    CHOICES,
+    FuzzSetup,
+    fuzzer_may_take,
+    run_fuzz,
+    save_failure,
+)
+from kreplica.conformance.invariants import INVARIANTS
+from kreplica.conformance.itf import read_trace
+from kreplica.conformance.schedule import (
+    STEP_CLASSES,
+    TP,
+    minimize,
+    read_schedule,
+    replay,
+    step_from_json,
+    step_to_json,
+)
+from kreplica.impl.messages import IsolationLevel
+from kreplica.impl.steps import (
+    ConsumerFetch,
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Flush,
+    Produce,
+    Step,
+    Tick,
+)
+from kreplica.impl.variants import Variant, parse_variant
+
+# ---------------------------------------------------------------- the correct protocol
+
+
+def test_correct_protocol_keeps_every_invariant_under_every_fault() -> None:
+    """150 runs of up to 50 steps, every fault on: no invariant fails (make test's size)."""
+    result = run_fuzz(FuzzSetup(), examples=150, max_steps=50, seed_value=0)
+    assert result.failure is None, result.failure and result.failure.reason
+    assert result.stats.runs >= 150 and result.stats.steps > 3_000
+
+
+# ---------------------------------------------------------------- what is checked when
+
+
+def test_after_a_power_loss_only_the_power_loss_invariants_count() -> None:
+    """AckedRecordsNeverLost counts until the first unclean shutdown, not after it."""
+    setup = FuzzSetup(variant=Variant(acks="1"))
+    recorder = SpecRecorder(setup.schedule().cluster(), TP, {})
+    for step in (Produce(TP, (1,), 1, 1), Deliver(-1, 1), Crash(1), DetectFailure(1)):
+        recorder.apply(step)
+    recorder.apply(Deliver(0, 2))
+    lost = recorder.state
+    assert [name for name, _ in checked_violations(lost, None)] == ["AckedRecordsNeverLost"]
+    after_power_loss = {**lost, "uncleanShutdowns": 1}
+    assert checked_violations(after_power_loss, None) == []
+    assert {*INVARIANTS, "LeaderEpochsOnlyGrow"} > POWER_LOSS_INVARIANTS
+
+
+def test_a_consumer_fetch_is_no_spec_action() -> None:
+    """The recorder names no action for a consumer's FETCH (the spec's reads are history)."""
+    recorder = SpecRecorder(FuzzSetup().schedule().cluster(), TP, {})
+    assert recorder.apply(ConsumerFetch(TP, 0, 1)) == []
+    assert recorder.apply(Deliver(-1, 1)) == []
+
+
+def test_the_rules_choose_among_the_simulators_enabled_steps() -> None:
+    """Every choice of a rule (but network partitions) is one of Cluster.enabled_steps()."""
+    rng = random.Random(7)
+    setup = FuzzSetup()
+    recorder = SpecRecorder(setup.schedule().cluster(), TP, {})
+    cluster = recorder.cluster
+    for _ in range(300):
+        enabled = set(cluster.enabled_steps())
+        options: list[Step] = []
+        for kind, choices in CHOICES.items():
+            found = choices(cluster, recorder.state)
+            if kind not in ("isolate", "heal"):
+                assert set(found) <= enabled, kind
+            if kind not in ("crash", "unclean_shutdown") or rng.random() < 0.05:
+                options += found
+        options.append(cluster.next_record(TP))
+        recorder.apply(rng.choice(options))
+
+
+# ---------------------------------------------------------------- schedules
+
+
+def test_every_step_survives_its_json_form() -> None:
+    steps: list[Step] = [
+        Deliver(1, 2, 3),
+        DoWork(2, 1),
+        Tick(30_001),
+        Produce(TP, (4, 5), 0, 1, 100),
+        ConsumerFetch(TP, 2, 1, IsolationLevel.READ_COMMITTED, 10),
+        Flush(3),
+    ]
+    for step in steps:
+        assert step_from_json(step_to_json(step)) == step
+    assert {"Deliver", "Elect", "Isolate", "UncleanShutdown"} <= set(STEP_CLASSES)
+
+
+def acks1_loss() -> list[Step]:
+    """An acks=1 record that the new leader never had (with steps it does not need)."""
+    return [
+        Tick(1_000),
+        Produce(TP, (1,), 1, 1),
+        Deliver(-1, 1),
+        Flush(1),
+        Tick(1_000),
+        Crash(1),
+        Tick(1_000),
+        DetectFailure(1),
+        Deliver(0, 2),
+        Deliver(0, 3),
+    ]
+
+
+def test_replay_and_minimize_keep_the_violation_and_drop_the_noise() -> None:
+    setup = FuzzSetup(variant=Variant(acks="1"))
+    schedule = setup.schedule(acks1_loss())
+    found = replay(schedule)
+    assert found.violation is not None and found.violation[0] == "AckedRecordsNeverLost"
+    assert found.steps_applied == 9  # the last step is never reached
+    small = minimize(replace(schedule, violation=found.violation), fuzzer_may_take)
+    assert [type(s).__name__ for s in small.steps] == [
+        "Produce",
+        "Deliver",
+        "Crash",
+        "DetectFailure",
+        "Deliver",
+    ]
+    assert small.violation == found.violation
+
+
+def test_a_step_that_cannot_be_applied_is_an_implementation_error() -> None:
+    found = replay(FuzzSetup().schedule([Deliver(1, 2)]))
+    assert found.violation is not None
+    assert found.violation[0] == IMPLEMENTATION_ERROR and "(1, 2)" in found.violation[1]
+
+
+def test_a_saved_failure_replays_from_its_files(tmp_path: Path) -> None:
+    setup = FuzzSetup(variant=parse_variant(["acks=1"]))
+    result = run_fuzz(setup, examples=300, max_steps=40, seed_value=1)
+    assert result.failure is not None
+    trace_path, schedule_path = save_failure(result, tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [trace_path.name, schedule_path.name]
+    )
+    schedule = read_schedule(schedule_path)
+    assert replay(schedule).violation == schedule.violation
+    trace = read_trace(trace_path)
+    assert trace.meta["violation"]["invariant"] == result.failure.invariant
+    assert trace.meta["variant"] == {"dimensions": {"acks": "1"}, "bugs": []}
+    assert len(trace.meta["impl_steps"]) == len(schedule.steps)
+    assert len(trace.states) - 1 == result.failure.spec_actions <= 15
+
+
+# ---------------------------------------------------------------- every bug is found
+
+FOUND = [
+    # (variant words, bugs, invariants it may break, examples, seed)
+    ([], ["early-ack"], {"AckedRecordsNeverLost"}, 300, 0),
+]
+
+
+@pytest.mark.parametrize(("words", "bugs", "expected", "examples", "seed"), FOUND)
+def test_the_fuzzer_finds(
+    words: list[str], bugs: list[str], expected: set[str], examples: int, seed: int
+) -> None:
+    """With a fixed seed, the campaign finds the bug (detection only: no shrinking)."""
+    setup = FuzzSetup(variant=parse_variant(words, bugs))
+    result = run_fuzz(setup, examples, max_steps=100, seed_value=seed, shrink=False)
+    assert result.failure is not None, f"{setup.variant.label()} not found"
+    assert result.failure.invariant in expected, result.failure.reason
