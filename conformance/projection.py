@@ -57,9 +57,19 @@ class History:
     crashes: int = 0
     unclean_shutdowns: int = 0
     removed: set[tuple[int, int, str]] = field(default_factory=set)
-    # (src, dst, correlation id) of a request -> what its response echoes in the spec
-    requests: dict[tuple[int, int, int], dict[str, Value]] = field(default_factory=dict)
+    # (src, src incarnation, dst, correlation id) of a request -> what its response echoes
+    # (a restarted broker numbers its requests from the start again)
+    requests: dict[tuple[int, int, int, int], dict[str, Value]] = field(default_factory=dict)
     produce_records: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+def delivered_to_running(cluster: Cluster, envelope: Envelope) -> bool:
+    """True if the envelope goes to a running broker's current incarnation: only such
+    messages are in the spec's `msgs` (the others will be dropped on arrival)."""
+    dst = envelope.dst
+    if dst in (CLIENT, CONTROLLER) or not cluster.is_alive(dst):
+        return False
+    return envelope.dst_incarnation == cluster.brokers[dst].incarnation
 
 
 class Projector:
@@ -144,10 +154,7 @@ class Projector:
 
     def _delivered_to_running(self, envelope: Envelope) -> bool:
         """True if the envelope goes to a running broker's current incarnation."""
-        dst = envelope.dst
-        if dst in (CLIENT, CONTROLLER) or not self.cluster.is_alive(dst):
-            return False
-        return envelope.dst_incarnation == self.cluster.brokers[dst].incarnation
+        return delivered_to_running(self.cluster, envelope)
 
     def _spec_messages(self, envelope: Envelope) -> list[Record]:
         """The spec's records for the parts of one envelope that concern tp."""
@@ -160,10 +167,11 @@ class Projector:
                         "leader": s.leader, "isr": frozenset(s.isr)})
                 for s in payload.partition_states if s.tp == self.tp
             ]  # fmt: skip
-        seen = self.history.requests.get((src, dst, getattr(payload, "correlation_id", -1)))
+        corr = getattr(payload, "correlation_id", -1)
+        seen = self.history.requests.get((src, envelope.src_incarnation, dst, corr))
         if seen is not None:  # a request, as it was when sent (its epoch may be implicit)
             return [Record(seen)]
-        echo = self.history.requests.get((dst, src, getattr(payload, "correlation_id", -1)), {})
+        echo = self.history.requests.get((dst, envelope.dst_incarnation, src, corr), {})
         if isinstance(payload, FetchRequest) and payload.replica_id >= 0:
             return [
                 Record({"type": "FetchRequest", **request, **self._request_epoch(src, p),
@@ -268,7 +276,8 @@ class Projector:
         h = self.history
         for envelope in self.cluster.in_flight():
             payload = envelope.payload
-            key = (envelope.src, envelope.dst, getattr(payload, "correlation_id", -1))
+            corr = getattr(payload, "correlation_id", -1)
+            key = (envelope.src, envelope.src_incarnation, envelope.dst, corr)
             if isinstance(payload, ProduceRequest):
                 h.produce_records[payload.correlation_id] = tuple(
                     rid for p in payload.partitions if p.tp == self.tp for rid in p.record_ids

@@ -14,11 +14,10 @@ from typing import Any
 
 from kreplica.conformance.itf import ItfState, ItfTrace
 from kreplica.conformance.projection import (
-    CLIENT,
-    CONTROLLER,
     SPEC_VARS,
     Projector,
     State,
+    delivered_to_running,
 )
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import (
@@ -78,15 +77,18 @@ class Event:
 
 def delivery_action(cluster: Cluster, step: Deliver | Drop) -> tuple[str, Args] | None:
     """The spec action that delivering (or dropping) the message at `step` performs."""
-    payload = cluster.network.queues[(step.src, step.dst)][step.index].payload
+    envelope = cluster.network.queues[(step.src, step.dst)][step.index]
+    payload = envelope.payload
     src, dst = step.src, step.dst
-    if isinstance(step, Drop):
-        return "LoseMessage", {"from": src, "to": dst}
-    if dst in (CLIENT, CONTROLLER):
-        return None
-    if isinstance(payload, ProduceRequest):
+    if isinstance(payload, ProduceRequest) and isinstance(step, Deliver):
+        if not delivered_to_running(cluster, envelope):
+            return None
         records = [r for p in payload.partitions for r in p.record_ids]
         return "Produce", {"replica": dst, "record": records[0] if records else -1}
+    if not delivered_to_running(cluster, envelope) or isinstance(payload, ProduceRequest):
+        return None  # not in the spec's msgs: a message to a dead incarnation, or a client's
+    if isinstance(step, Drop):
+        return "LoseMessage", {"from": src, "to": dst}
     if isinstance(payload, LeaderAndIsrRequest):
         state = payload.partition_states[0]
         args = {"replica": dst, "epoch": state.leader_epoch, "leader": state.leader}
@@ -178,8 +180,8 @@ class Recorder:
         truncated = (
             before["fetchState"][b - 1] == "Truncating" and after["fetchState"][b - 1] == "Fetching"
         )
-        if truncated and "FetchRequest" in sent:
-            args: Args = {"replica": b, "leader": sent["FetchRequest"]["dst"]}
+        if truncated:  # its fetch is not in msgs when the leader is down: the network lost it
+            args: Args = {"replica": b, "leader": step.source}
             return [Event("FollowerTruncateToHighWatermark", args, after, text)]
         for kind, name in (
             ("FetchRequest", "FollowerSendFetch"),

@@ -181,9 +181,12 @@ EndOffsetForKip101(cache, requested, leo) ==
         ELSE IF higher = {} THEN <<Undefined, Undefined>>
         ELSE <<Undefined, cache[Min(higher)].startOffset>>
 
-\* Partition.checkCurrentLeaderEpoch, then the leader check (R1).
+\* ReplicaManager.getPartitionOrException (a replica that has not heard of the
+\* partition since it started hosts none), Partition.checkCurrentLeaderEpoch,
+\* then the leader check (R1).
 RequestError(l, epoch) ==
-    IF Fencing = "kip320" /\ epoch < leaderEpoch[l] THEN "FENCED_LEADER_EPOCH"
+    IF leaderEpoch[l] = -1 THEN "NOT_LEADER_OR_FOLLOWER"
+    ELSE IF Fencing = "kip320" /\ epoch < leaderEpoch[l] THEN "FENCED_LEADER_EPOCH"
     ELSE IF Fencing = "kip320" /\ epoch > leaderEpoch[l] THEN "UNKNOWN_LEADER_EPOCH"
     ELSE IF leader[l] # l THEN "NOT_LEADER_OR_FOLLOWER"
     ELSE "NONE"
@@ -252,12 +255,16 @@ LeaderAndIsr(r, epoch, l, is) ==
 Propagate(to, running, epoch, l, is) ==
     {LeaderAndIsr(r, epoch, l, is) : r \in to \cap running}
 
+\* The network carries a message only to a running broker: one sent to a
+\* stopped broker is lost (its connection is refused), so it never enters msgs.
+Deliverable(m) == IF m.dst \in alive THEN {m} ELSE {}
+
 \* Answer request m.  A response to a requester that has stopped, or restarted
 \* since it sent m, is lost with the connection it was to travel on.
 Reply(m, response) ==
     msgs' = (msgs \ {m}) \cup
             (IF "inc" \notin DOMAIN m \/ (m.src \in alive /\ m.inc = incarnation[m.src])
-             THEN {response} ELSE {})
+             THEN Deliverable(response) ELSE {})
 Consume(m) == msgs' = msgs \ {m}
 
 -----------------------------------------------------------------------------
@@ -346,8 +353,8 @@ FollowerSendFetch(f) ==
     /\ FollowsLeader(f)
     /\ fetchState[f] = "Fetching"
     /\ ~Outstanding(f)
-    /\ msgs' = msgs \cup {[type |-> "FetchRequest", src |-> f, dst |-> leader[f],
-                           inc |-> incarnation[f], epoch |-> leaderEpoch[f], offset |-> LEO(f)]}
+    /\ msgs' = msgs \cup Deliverable([type |-> "FetchRequest", src |-> f, dst |-> leader[f],
+                           inc |-> incarnation[f], epoch |-> leaderEpoch[f], offset |-> LEO(f)])
     /\ Act("FollowerSendFetch", [replica |-> f, leader |-> leader[f]])
     /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
@@ -361,7 +368,8 @@ LeaderHandleFetch(m) ==
            err == RequestError(l, m.epoch)
            response(e, entries) ==
                [type |-> "FetchResponse", src |-> l, dst |-> f, epoch |-> m.epoch,
-                offset |-> m.offset, error |-> e, entries |-> entries, hw |-> hw[l]]
+                offset |-> m.offset, error |-> e, entries |-> entries,
+                hw |-> IF e = "NONE" THEN hw[l] ELSE Undefined]   \* no HW with an error
        IN
        /\ Act("LeaderHandleFetch", [replica |-> l, follower |-> f, offset |-> m.offset])
        /\ IF err = "NONE" /\ m.offset <= LEO(l)
@@ -464,9 +472,9 @@ FollowerTruncateToHighWatermark(f) ==
     /\ Truncation = "hw" \/ epochCache[f] = <<>>
     /\ Truncate(f, hw[f], "truncation")
     /\ fetchState' = [fetchState EXCEPT ![f] = "Fetching"]
-    /\ msgs' = msgs \cup {[type |-> "FetchRequest", src |-> f, dst |-> leader[f],
+    /\ msgs' = msgs \cup Deliverable([type |-> "FetchRequest", src |-> f, dst |-> leader[f],
                            inc |-> incarnation[f], epoch |-> leaderEpoch[f],
-                           offset |-> Min2(hw[f], LEO(f))]}
+                           offset |-> Min2(hw[f], LEO(f))])
     /\ Act("FollowerTruncateToHighWatermark", [replica |-> f, leader |-> leader[f]])
     /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                    ctrlIsr, historyVars>>
@@ -478,9 +486,9 @@ FollowerSendOffsetsForLeaderEpoch(f) ==
     /\ fetchState[f] = "Truncating"
     /\ Truncation # "hw" /\ epochCache[f] # <<>>
     /\ ~Outstanding(f)
-    /\ msgs' = msgs \cup {[type |-> "OffsetsForLeaderEpochRequest", src |-> f,
+    /\ msgs' = msgs \cup Deliverable([type |-> "OffsetsForLeaderEpochRequest", src |-> f,
                            dst |-> leader[f], inc |-> incarnation[f], epoch |-> leaderEpoch[f],
-                           requested |-> LatestEpoch(f)]}
+                           requested |-> LatestEpoch(f)])
     /\ Act("FollowerSendOffsetsForLeaderEpoch", [replica |-> f, leader |-> leader[f]])
     /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
@@ -542,8 +550,9 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
 \* (R5, R10, R13).  A request whose epoch is not newer than the replica's is
 \* ignored.  A leader assigns its epoch at its LEO; a new one forgets its
 \* followers' LEOs.  A follower cancels its waiting produces and starts
-\* truncating (unless the seeded bug skips that when the leader is unchanged),
-\* or idles when the partition has no leader.
+\* truncating (unless the seeded bug skips that when the leader is unchanged).
+\* A request whose leader is not a live broker (NoLeader: the partition is
+\* offline) changes nothing: makeFollowers aborts the transition.
 BecomeLeaderOrFollower(m) ==
     /\ m \in msgs /\ m.type = "LeaderAndIsr" /\ m.dst \in alive
     /\ LET r == m.dst
@@ -557,7 +566,7 @@ BecomeLeaderOrFollower(m) ==
        IN
        /\ Act("BecomeLeaderOrFollower", [replica |-> r, epoch |-> m.epoch, leader |-> m.leader])
        /\ Consume(m)
-       /\ IF m.epoch <= leaderEpoch[r]
+       /\ IF m.epoch <= leaderEpoch[r] \/ m.leader = NoLeader
           THEN UNCHANGED <<replicaVars, historyVars>>
           ELSE /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = m.epoch]
                /\ leader' = [leader EXCEPT ![r] = m.leader]
@@ -565,7 +574,7 @@ BecomeLeaderOrFollower(m) ==
                /\ remoteLeo' = rl
                /\ epochCache' = [epochCache EXCEPT ![r] = cache]
                /\ fetchState' = [fetchState EXCEPT ![r] =
-                                    IF newLeader \/ m.leader = NoLeader THEN "Idle"
+                                    IF newLeader THEN "Idle"
                                     ELSE IF skip THEN @ ELSE "Truncating"]
                /\ IF newLeader
                   THEN AdvanceHw(r, log, newHw, m.isr)

@@ -1,0 +1,421 @@
+"""Trace validation with TLC: does a recorded trace conform to spec/KafkaReplication.tla?
+
+A batch of traces becomes one generated module (`TraceData.tla`, in a temporary directory,
+never in spec/) that defines `TraceLog` for spec/KafkaReplicationTrace.tla, and one TLC run
+checks them all: TLC prints the number of every trace whose last event it reaches. Traces it
+does not print are run again, in one diagnostic TLC run, which prints every step reached and
+every successor of the logged action that does not agree with the trace; from those this
+module pinpoints the first step no spec action explains and the variables that differ.
+
+Every input gets exactly one `TraceResult`: conforms, violates, or error (malformed input,
+unknown names, TLC crashed or timed out).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kreplica.conformance.errors import KreplicaError
+from kreplica.conformance.itf import ItfTrace, decode_trace, loads_json, to_itf
+from kreplica.conformance.tlavalue import Value, format_value, parse_value
+from kreplica.conformance.tlc import TlcOptions, TlcResult, Verdict, run_tlc
+from kreplica.conformance.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
+from kreplica.impl.variants import Variant
+
+TRACE_MODULE = "KafkaReplicationTrace"
+SPEC_MODULE = "KafkaReplication"
+DATA_MODULE = "TraceData"
+UNBOUNDED = 1_000_000
+"""The spec's search bounds (records, epochs, crashes) do not limit a trace."""
+
+CONFORMS, VIOLATES, ERROR = "conforms", "violates", "error"
+
+
+@dataclass
+class TraceResult:
+    """The verdict on one trace, with the pinpointed step when it does not conform."""
+
+    trace_id: str
+    verdict: str
+    events: int = 0
+    step: int | None = None
+    action: str | None = None
+    args: str | None = None
+    variables: list[str] = field(default_factory=list)
+    diff: str | None = None
+    reason: str = ""
+    seconds: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        """A plain dict (one result row)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SpecParams:
+    """The spec's constants a batch is checked against; the replicas come from each trace."""
+
+    variant: Variant = field(default_factory=Variant)
+    min_insync_replicas: int = 1
+    fetch_max_records: int = 1_048_576
+    lossy_network: bool = True
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A trace ready for TLC: its id, its size, and its TLA+ text."""
+
+    trace_id: str
+    replicas: int
+    events: int
+    tla: str
+    trace: ItfTrace
+
+
+class TraceInputError(KreplicaError):
+    """A trace that cannot be checked: malformed, or naming something the spec does not have."""
+
+
+# ---------------------------------------------------------------- reading and rendering
+
+
+def load(trace_id: str, text: str) -> ItfTrace:
+    """Decode one ITF trace from JSON text (TraceError on malformed input)."""
+    return decode_trace(loads_json(text, trace_id), trace_id)
+
+
+def _check_vocabulary(trace: ItfTrace, trace_id: str) -> None:
+    """Every variable, action and argument the trace names is the spec's."""
+    unknown = [v for v in trace.vars if v not in VARIABLES]
+    if unknown:
+        raise TraceInputError(f"{trace_id}: unknown variable {unknown[0]!r}")
+    if not trace.states:
+        raise TraceInputError(f"{trace_id}: the trace has no states")
+    for index, state in enumerate(trace.states[1:], start=1):
+        if state.action not in ACTION_ARGS:
+            raise TraceInputError(f"{trace_id}: step {index}: unknown action {state.action!r}")
+        if set(state.args) != ACTION_ARGS[state.action]:
+            expected = ", ".join(sorted(ACTION_ARGS[state.action]))
+            raise TraceInputError(
+                f"{trace_id}: step {index}: {state.action} takes arguments {expected}, "
+                f"got {', '.join(sorted(state.args)) or 'none'}"
+            )
+
+
+def replicas_of(trace: ItfTrace) -> int:
+    """The number of replicas: the length of a per-replica variable in the first state."""
+    for name in ("hw", "log", "leader", "alive"):
+        value = trace.states[0].values.get(name)
+        if isinstance(value, tuple):
+            return len(value)
+        if isinstance(value, frozenset):
+            return len(value)
+    raise TraceInputError("cannot tell the number of replicas: no hw, log, leader or alive")
+
+
+def _record(fields: Mapping[str, Value]) -> str:
+    """A TLA+ record of already-valued fields (`<<>>` when empty)."""
+    if not fields:
+        return "<<>>"
+    return "[" + ", ".join(f"{k} |-> {format_value(v)}" for k, v in fields.items()) + "]"
+
+
+def render(trace: ItfTrace) -> str:
+    """The trace as a TLA+ record [hidden, events], each event keeping only what changed."""
+    observed = [v for v in VARIABLES if v in trace.vars]
+    hidden = "{" + ", ".join(f'"{v}"' for v in VARIABLES if v not in observed) + "}"
+    events: list[str] = []
+    previous: dict[str, Value] | None = None
+    for state in trace.states:
+        values = state.values
+        changed = {
+            v: values[v]
+            for v in observed
+            if v in values and (previous is None or v not in previous or previous[v] != values[v])
+        }
+        missing = [v for v in observed if v not in values]
+        parts = [
+            f'e |-> "{state.action or INIT_ACTION}"',
+            f"a |-> {_record(state.args)}",
+            f"v |-> {_record(changed)}",
+        ]
+        if missing:
+            parts.append("o |-> {" + ", ".join(f'"{v}"' for v in missing) + "}")
+        events.append("[" + ", ".join(parts) + "]")
+        previous = dict(values)
+    return f"[hidden |-> {hidden}, events |-> <<\n  " + ",\n  ".join(events) + ">>]"
+
+
+def prepare(trace_id: str, text: str) -> Prepared:
+    """Decode, check the names, and render one trace (TraceError/TraceInputError if bad)."""
+    trace = load(trace_id, text)
+    _check_vocabulary(trace, trace_id)
+    return Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, render(trace), trace)
+
+
+# ---------------------------------------------------------------- the TLC run
+
+
+def _config(params: SpecParams, replicas: int, diagnose: bool) -> str:
+    """The TLC config of a batch."""
+    v = params.variant
+    bugs = "{" + ", ".join(f'"{b}"' for b in sorted(v.bugs)) + "}"
+    return "\n".join(
+        [
+            "CONSTANTS",
+            f"    Replicas = {{{', '.join(str(r) for r in range(1, replicas + 1))}}}",
+            f"    MaxRecords = {UNBOUNDED}",
+            f"    MaxEpoch = {UNBOUNDED}",
+            f"    MaxCrashes = {UNBOUNDED}",
+            f"    MaxUncleanShutdowns = {UNBOUNDED}",
+            f"    MaxFetchRecords = {params.fetch_max_records}",
+            f"    MinIsr = {params.min_insync_replicas}",
+            f'    Truncation = "{v.truncation}"',
+            f'    Election = "{v.election}"',
+            f'    Acks = "{v.acks}"',
+            f'    Fencing = "{v.fencing}"',
+            f"    Bugs = {bugs}",
+            f"    LossyNetwork = {'TRUE' if params.lossy_network else 'FALSE'}",
+            f"    Diagnose = {'TRUE' if diagnose else 'FALSE'}",
+            "INIT TraceInit",
+            "NEXT TraceNext",
+            "",
+        ]
+    )
+
+
+def write_batch(workdir: Path, spec_dir: Path, traces: Sequence[Prepared]) -> Path:
+    """Copy the spec, write the batch's TraceData module; return the trace spec's path."""
+    for name in (SPEC_MODULE, TRACE_MODULE):
+        shutil.copyfile(spec_dir / f"{name}.tla", workdir / f"{name}.tla")
+    body = ",\n".join(p.tla for p in traces)
+    (workdir / f"{DATA_MODULE}.tla").write_text(
+        f"---- MODULE {DATA_MODULE} ----\nEXTENDS Integers, Sequences\n\n"
+        f"TraceLog == <<\n{body}\n>>\n====\n",
+        encoding="utf-8",
+    )
+    return workdir / f"{TRACE_MODULE}.tla"
+
+
+_PRINT_START = re.compile(r'^<<\s*"kreplica-')
+
+
+def printed_values(output: str) -> Iterable[Value]:
+    """The values the trace spec printed (TLC pretty-prints long ones over several lines)."""
+    lines = output.splitlines()
+    i = 0
+    while i < len(lines):
+        if _PRINT_START.match(lines[i]):
+            j = i + 1
+            while j < len(lines) and lines[j][:1] == " ":
+                j += 1
+            yield parse_value("\n".join(lines[i:j]))
+            i = j
+        else:
+            i += 1
+
+
+@dataclass
+class Printed:
+    """What the trace spec printed, by trace number (1-based, in batch order)."""
+
+    conforms: set[int] = field(default_factory=set)
+    reached: dict[int, int] = field(default_factory=dict)
+    mismatches: dict[tuple[int, int], list[Value]] = field(default_factory=dict)
+    init_mismatches: dict[int, list[Value]] = field(default_factory=dict)
+
+
+def parse_printed(output: str) -> Printed:
+    """Collect the spec's PrintT lines from TLC's output."""
+    found = Printed()
+    for value in printed_values(output):
+        assert isinstance(value, tuple) and isinstance(value[1], int)
+        kind, number = value[0], value[1]
+        if kind == "kreplica-conforms":
+            found.conforms.add(number)
+        elif kind == "kreplica-reached":
+            step = value[2]
+            assert isinstance(step, int)
+            found.reached[number] = max(step, found.reached.get(number, -1))
+        elif kind == "kreplica-mismatch":
+            step = value[2]
+            assert isinstance(step, int)
+            found.mismatches.setdefault((number, step), []).append(value[3])
+        elif kind == "kreplica-init-mismatch":
+            found.init_mismatches.setdefault(number, []).append(value[2])
+    return found
+
+
+def run_batch(
+    traces: Sequence[Prepared],
+    params: SpecParams,
+    spec_dir: Path,
+    options: TlcOptions,
+    diagnose: bool,
+) -> tuple[TlcResult, Printed]:
+    """One TLC run over `traces` (all with the same number of replicas)."""
+    workdir = Path(tempfile.mkdtemp(prefix="kreplica-conform-"))
+    try:
+        module = write_batch(workdir, spec_dir, traces)
+        config = workdir / f"{TRACE_MODULE}.cfg"
+        config.write_text(_config(params, traces[0].replicas, diagnose), encoding="utf-8")
+        result = run_tlc(module, config, options)
+        return result, parse_printed(result.output)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _tlc_failed(result: TlcResult) -> str | None:
+    """Why a TLC run gave no usable verdict, or None when it finished normally."""
+    if result.outcome.verdict == Verdict.OK:
+        return None
+    return f"TLC {result.outcome.verdict}: {result.message}".strip().rstrip(":")
+
+
+# ---------------------------------------------------------------- diagnosis
+
+
+def _differing(logged: Mapping[str, Value], successors: Iterable[Mapping[str, Value]]) -> list[str]:
+    """The logged variables that differ from the same variable in every successor."""
+    options = list(successors)
+    return [v for v, value in logged.items() if all(s.get(v) != value for s in options)]
+
+
+def _as_state(value: Value) -> dict[str, Value]:
+    """A state the trace spec printed (a record of the spec's variables)."""
+    if not isinstance(value, Mapping):
+        raise TraceInputError(f"TLC printed {value!r} where a state was expected")
+    return {str(k): v for k, v in value.items()}
+
+
+def _values_at(trace: ItfTrace, step: int) -> dict[str, Value]:
+    """The recorded variables of state `step` (only those it observes)."""
+    return dict(trace.states[step].values)
+
+
+def _json(value: Value) -> Any:
+    """A value as ITF JSON."""
+    return to_itf(value)
+
+
+def diagnose(p: Prepared, number: int, printed: Printed, seconds: float) -> TraceResult:
+    """Pinpoint where trace `number` of a diagnostic run stopped conforming."""
+    trace = p.trace
+    if number in printed.init_mismatches or number not in printed.reached:
+        logged = _values_at(trace, 0)
+        got = printed.init_mismatches.get(number, [])
+        initial = [_as_state(g) for g in got]
+        variables = _differing(logged, initial)
+        diff = {
+            v: {"expected": _json(logged[v]), "got": [_json(s[v]) for s in initial]}
+            for v in variables
+        }
+        return TraceResult(
+            p.trace_id,
+            VIOLATES,
+            p.events,
+            0,
+            INIT_ACTION,
+            "{}",
+            variables,
+            json.dumps(diff),
+            "the first state is not the spec's Init",
+            seconds,
+        )
+    step = printed.reached[number] + 1
+    state = trace.states[step]
+    args = json.dumps({k: _json(v) for k, v in state.args.items()}, sort_keys=True)
+    printed_successors = printed.mismatches.get((number, step), [])
+    if not printed_successors:
+        reason = f"{state.action} with these arguments is not enabled in the spec here"
+        return TraceResult(
+            p.trace_id, VIOLATES, p.events, step, state.action, args, [], None, reason, seconds
+        )
+    successors = [_as_state(s) for s in printed_successors]
+    logged = _values_at(trace, step)
+    variables = _differing(logged, successors)
+    diff = {
+        v: {"expected": _json(logged[v]), "got": [_json(s[v]) for s in successors]}
+        for v in variables
+    }
+    reason = f"no successor of {state.action} agrees with the trace on {', '.join(variables)}"
+    return TraceResult(
+        p.trace_id,
+        VIOLATES,
+        p.events,
+        step,
+        state.action,
+        args,
+        variables,
+        json.dumps(diff),
+        reason,
+        seconds,
+    )
+
+
+# ---------------------------------------------------------------- the whole check
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """How to check a batch: the spec's constants, where the spec is, and how to run TLC."""
+
+    params: SpecParams
+    spec_dir: Path
+    tlc: TlcOptions
+
+
+def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[TraceResult]:
+    """Check traces that share a number of replicas: one TLC run, then one to diagnose."""
+    start = time.monotonic()
+    result, printed = run_batch(batch, settings.params, settings.spec_dir, settings.tlc, False)
+    failed = _tlc_failed(result)
+    seconds = (time.monotonic() - start) / len(batch)
+    if failed:
+        return [
+            TraceResult(p.trace_id, ERROR, p.events, reason=failed, seconds=seconds) for p in batch
+        ]
+    results: dict[int, TraceResult] = {
+        n: TraceResult(p.trace_id, CONFORMS, p.events, seconds=seconds)
+        for n, p in enumerate(batch, start=1)
+        if n in printed.conforms
+    }
+    rejected = [p for n, p in enumerate(batch, start=1) if n not in printed.conforms]
+    if rejected:
+        again, found = run_batch(rejected, settings.params, settings.spec_dir, settings.tlc, True)
+        failed = _tlc_failed(again)
+        for n, p in enumerate(rejected, start=1):
+            results[batch.index(p) + 1] = (
+                TraceResult(
+                    p.trace_id, ERROR, p.events, reason=f"diagnosis: {failed}", seconds=seconds
+                )
+                if failed
+                else diagnose(p, n, found, seconds)
+            )
+    return [results[n] for n in range(1, len(batch) + 1)]
+
+
+def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> list[TraceResult]:
+    """Check (id, ITF JSON text) pairs: one result per item, in order, whatever happens."""
+    results: dict[int, TraceResult] = {}
+    groups: dict[int, list[tuple[int, Prepared]]] = {}
+    for index, (trace_id, text) in enumerate(items):
+        try:
+            p = prepare(trace_id, text)
+        except KreplicaError as err:
+            results[index] = TraceResult(trace_id, ERROR, reason=str(err))
+            continue
+        groups.setdefault(p.replicas, []).append((index, p))
+    for group in groups.values():
+        checked = check_prepared([p for _, p in group], settings)
+        for (index, _), result in zip(group, checked, strict=True):
+            results[index] = result
+    return [results[i] for i in sorted(results)]

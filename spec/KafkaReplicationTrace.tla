@@ -1,0 +1,191 @@
+----------------------- MODULE KafkaReplicationTrace -----------------------
+(***************************************************************************)
+(* Trace validation: does a recorded run of the implementation conform to  *)
+(* KafkaReplication?  A trace conforms if its first state is the spec's    *)
+(* Init and every later state is a successor, under the logged action with *)
+(* the logged arguments, of the state before it.                           *)
+(*                                                                         *)
+(* Many traces are checked in one TLC run: `trace` picks one in the        *)
+(* initial state and `cursor` walks it, so each state of the search is a   *)
+(* state of the spec paired with a position in one trace.  A trace whose   *)
+(* last event is reached conforms; TLC prints its number.  TLC runs with   *)
+(* deadlock checking off: a branch that cannot go on is no verdict, only   *)
+(* a dead end (partial observations may leave several branches open).      *)
+(*                                                                         *)
+(* The traces come from the module TraceData, which defines TraceLog.  The  *)
+(* one in spec/ holds a single one-state example; the checker generates    *)
+(* one per batch in a directory of its own (kreplica.conformance.          *)
+(* tracecheck).  A definition, not a CONSTANT: TLC evaluates it once.      *)
+(* Each trace is a record                                                  *)
+(*   [hidden |-> names of variables it never records,                      *)
+(*    events |-> << ev_0, ev_1, ... >>]                                     *)
+(* and each event a record                                                 *)
+(*   [e |-> action name, a |-> its arguments,                              *)
+(*    v |-> the recorded variables whose value changed (all of them in     *)
+(*          ev_0), o |-> variables left out of this one state (optional)]. *)
+(* A variable that is recorded here and was recorded one event earlier but *)
+(* is not in `v` is unchanged: this keeps the generated module small.      *)
+(***************************************************************************)
+EXTENDS KafkaReplication, TraceData
+
+CONSTANT
+    Diagnose    \* TRUE: report every reached step and every mismatching successor
+
+VARIABLES
+    trace,      \* which trace of TraceLog this behaviour follows
+    cursor      \* the index (0-based) of the last event it has matched
+
+tvVars == <<vars, trace, cursor>>
+
+Events(t) == TraceLog[t].events
+Event(t, k) == Events(t)[k + 1]
+LastEvent(t) == Len(Events(t)) - 1
+
+\* The variables event ev does not constrain: never recorded, or left out of it.
+Unobserved(t, ev) == TraceLog[t].hidden \cup (IF "o" \in DOMAIN ev THEN ev.o ELSE {})
+
+\* Variable `name` has the value `now`: the event records it (in v), or does not
+\* observe it, or it is unchanged from `before`.
+Agrees(t, ev, name, now, before) ==
+    IF name \in DOMAIN ev.v THEN now = ev.v[name]
+    ELSE name \in Unobserved(t, ev) \/ now = before
+
+\* Every recorded variable of the next state agrees with event ev.
+MatchesNext(t, ev) ==
+    /\ Agrees(t, ev, "log", log', log)
+    /\ Agrees(t, ev, "hw", hw', hw)
+    /\ Agrees(t, ev, "epochCache", epochCache', epochCache)
+    /\ Agrees(t, ev, "recoveryPoint", recoveryPoint', recoveryPoint)
+    /\ Agrees(t, ev, "leaderEpoch", leaderEpoch', leaderEpoch)
+    /\ Agrees(t, ev, "leader", leader', leader)
+    /\ Agrees(t, ev, "fetchState", fetchState', fetchState)
+    /\ Agrees(t, ev, "isr", isr', isr)
+    /\ Agrees(t, ev, "remoteLeo", remoteLeo', remoteLeo)
+    /\ Agrees(t, ev, "alive", alive', alive)
+    /\ Agrees(t, ev, "incarnation", incarnation', incarnation)
+    /\ Agrees(t, ev, "ctrlLive", ctrlLive', ctrlLive)
+    /\ Agrees(t, ev, "ctrlLeader", ctrlLeader', ctrlLeader)
+    /\ Agrees(t, ev, "ctrlEpoch", ctrlEpoch', ctrlEpoch)
+    /\ Agrees(t, ev, "ctrlIsr", ctrlIsr', ctrlIsr)
+    /\ Agrees(t, ev, "msgs", msgs', msgs)
+    /\ Agrees(t, ev, "nextRecord", nextRecord', nextRecord)
+    /\ Agrees(t, ev, "pending", pending', pending)
+    /\ Agrees(t, ev, "acked", acked', acked)
+    /\ Agrees(t, ev, "committed", committed', committed)
+    /\ Agrees(t, ev, "crashes", crashes', crashes)
+    /\ Agrees(t, ev, "uncleanShutdowns", uncleanShutdowns', uncleanShutdowns)
+    /\ Agrees(t, ev, "removed", removed', removed)
+
+\* Every recorded variable of the current state agrees with the first event.
+MatchesInit(t, ev) ==
+    /\ Agrees(t, ev, "log", log, log)
+    /\ Agrees(t, ev, "hw", hw, hw)
+    /\ Agrees(t, ev, "epochCache", epochCache, epochCache)
+    /\ Agrees(t, ev, "recoveryPoint", recoveryPoint, recoveryPoint)
+    /\ Agrees(t, ev, "leaderEpoch", leaderEpoch, leaderEpoch)
+    /\ Agrees(t, ev, "leader", leader, leader)
+    /\ Agrees(t, ev, "fetchState", fetchState, fetchState)
+    /\ Agrees(t, ev, "isr", isr, isr)
+    /\ Agrees(t, ev, "remoteLeo", remoteLeo, remoteLeo)
+    /\ Agrees(t, ev, "alive", alive, alive)
+    /\ Agrees(t, ev, "incarnation", incarnation, incarnation)
+    /\ Agrees(t, ev, "ctrlLive", ctrlLive, ctrlLive)
+    /\ Agrees(t, ev, "ctrlLeader", ctrlLeader, ctrlLeader)
+    /\ Agrees(t, ev, "ctrlEpoch", ctrlEpoch, ctrlEpoch)
+    /\ Agrees(t, ev, "ctrlIsr", ctrlIsr, ctrlIsr)
+    /\ Agrees(t, ev, "msgs", msgs, msgs)
+    /\ Agrees(t, ev, "nextRecord", nextRecord, nextRecord)
+    /\ Agrees(t, ev, "pending", pending, pending)
+    /\ Agrees(t, ev, "acked", acked, acked)
+    /\ Agrees(t, ev, "committed", committed, committed)
+    /\ Agrees(t, ev, "crashes", crashes, crashes)
+    /\ Agrees(t, ev, "uncleanShutdowns", uncleanShutdowns, uncleanShutdowns)
+    /\ Agrees(t, ev, "removed", removed, removed)
+
+\* The next state's variables, for the diagnosis of a mismatch.
+Successor ==
+    [log |-> log', hw |-> hw', epochCache |-> epochCache', recoveryPoint |-> recoveryPoint',
+     leaderEpoch |-> leaderEpoch', leader |-> leader', fetchState |-> fetchState',
+     isr |-> isr', remoteLeo |-> remoteLeo', alive |-> alive', incarnation |-> incarnation',
+     ctrlLive |-> ctrlLive', ctrlLeader |-> ctrlLeader', ctrlEpoch |-> ctrlEpoch',
+     ctrlIsr |-> ctrlIsr', msgs |-> msgs', nextRecord |-> nextRecord', pending |-> pending',
+     acked |-> acked', committed |-> committed', crashes |-> crashes',
+     uncleanShutdowns |-> uncleanShutdowns', removed |-> removed']
+
+Current ==
+    [log |-> log, hw |-> hw, epochCache |-> epochCache, recoveryPoint |-> recoveryPoint,
+     leaderEpoch |-> leaderEpoch, leader |-> leader, fetchState |-> fetchState,
+     isr |-> isr, remoteLeo |-> remoteLeo, alive |-> alive, incarnation |-> incarnation,
+     ctrlLive |-> ctrlLive, ctrlLeader |-> ctrlLeader, ctrlEpoch |-> ctrlEpoch,
+     ctrlIsr |-> ctrlIsr, msgs |-> msgs, nextRecord |-> nextRecord, pending |-> pending,
+     acked |-> acked, committed |-> committed, crashes |-> crashes,
+     uncleanShutdowns |-> uncleanShutdowns, removed |-> removed]
+
+ReplicaActions == {"Produce", "FollowerSendFetch", "FollowerTruncateToHighWatermark",
+                   "FollowerSendOffsetsForLeaderEpoch", "ControllerDetectFailure",
+                   "ControllerElectLeader", "Crash", "UncleanShutdown", "Restart", "Flush"}
+
+\* The spec action named `name`, taken by the replica `r`.
+ReplicaAction(name, r) ==
+    CASE name = "Produce" -> Produce(r)
+      [] name = "FollowerSendFetch" -> FollowerSendFetch(r)
+      [] name = "FollowerTruncateToHighWatermark" -> FollowerTruncateToHighWatermark(r)
+      [] name = "FollowerSendOffsetsForLeaderEpoch" -> FollowerSendOffsetsForLeaderEpoch(r)
+      [] name = "ControllerDetectFailure" -> ControllerDetectFailure(r)
+      [] name = "ControllerElectLeader" -> ControllerElectLeader(r)
+      [] name = "Crash" -> Crash(r)
+      [] name = "UncleanShutdown" -> UncleanShutdown(r)
+      [] name = "Restart" -> Restart(r)
+      [] name = "Flush" -> Flush(r)
+
+\* The spec action named `name`, taken on the message `m` in flight.
+MessageAction(name, m) ==
+    CASE name = "LeaderHandleFetch" -> LeaderHandleFetch(m)
+      [] name = "FollowerHandleFetchResponse" -> FollowerHandleFetchResponse(m)
+      [] name = "LeaderHandleOffsetsForLeaderEpoch" -> LeaderHandleOffsetsForLeaderEpoch(m)
+      [] name = "FollowerHandleOffsetsForLeaderEpochResponse" ->
+             FollowerHandleOffsetsForLeaderEpochResponse(m)
+      [] name = "LeaderHandleListOffsets" -> LeaderHandleListOffsets(m)
+      [] name = "FollowerHandleListOffsetsResponse" -> FollowerHandleListOffsetsResponse(m)
+      [] name = "BecomeLeaderOrFollower" -> BecomeLeaderOrFollower(m)
+      [] name = "LoseMessage" -> LoseMessage(m)
+
+\* The logged action with the logged arguments: the spec records both in
+\* `action`, so every choice of the spec's parameters that does not give those
+\* arguments is ruled out.
+LoggedAction(ev) ==
+    /\ CASE ev.e \in ReplicaActions -> ReplicaAction(ev.e, ev.a.replica)
+         [] ev.e = "LeaderShrinkIsr" -> LeaderShrinkIsr(ev.a.replica, ev.a.followers)
+         [] ev.e = "ExpireDelayedProduce" -> \E p \in pending : ExpireDelayedProduce(p)
+         [] OTHER -> \E m \in msgs : MessageAction(ev.e, m)
+    /\ action'.name = ev.e
+    /\ action'.args = ev.a
+
+-----------------------------------------------------------------------------
+
+\* The first state of trace t is the spec's Init.
+TraceInit ==
+    /\ trace \in DOMAIN TraceLog
+    /\ cursor = 0
+    /\ Init
+    /\ IF MatchesInit(trace, Event(trace, 0)) THEN TRUE
+       ELSE Diagnose /\ PrintT(<<"kreplica-init-mismatch", trace, Current>>) /\ FALSE
+    /\ Diagnose => PrintT(<<"kreplica-reached", trace, 0>>)
+    /\ LastEvent(trace) = 0 => PrintT(<<"kreplica-conforms", trace>>)
+
+\* The next event of the trace is the logged action, and its successor agrees
+\* with the recorded variables.
+TraceNext ==
+    /\ cursor < LastEvent(trace)
+    /\ LET ev == Event(trace, cursor + 1) IN
+       /\ LoggedAction(ev)
+       /\ IF MatchesNext(trace, ev) THEN TRUE
+          ELSE Diagnose /\ PrintT(<<"kreplica-mismatch", trace, cursor + 1, Successor>>) /\ FALSE
+    /\ trace' = trace
+    /\ cursor' = cursor + 1
+    /\ Diagnose => PrintT(<<"kreplica-reached", trace, cursor + 1>>)
+    /\ cursor + 1 = LastEvent(trace) => PrintT(<<"kreplica-conforms", trace>>)
+
+TraceSpec == TraceInit /\ [][TraceNext]_tvVars
+
+=============================================================================
