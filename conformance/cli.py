@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 from kreplica.conformance.apalache import find_apalache, run_apalache
+from kreplica.conformance.conform_cli import conform_command
 from kreplica.conformance.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -530,3 +531,8 @@ main.add_command(replay_command)
 # ---------------------------------------------------------------- fuzz
 
 main.add_command(fuzz)
+
+
+# ---------------------------------------------------------------- conform
+
+main.add_command(conform_command)

@@ -403,6 +403,24 @@ def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[T
     return [results[n] for n in range(1, len(batch) + 1)]
 
 
+RETRIES = 1
+"""A batch whose TLC crashed (not timed out) is run once more before its traces get errors."""
+
+
+def _check_group(batch: Sequence[Prepared], settings: CheckSettings) -> list[TraceResult]:
+    """check_prepared, retried after a crash; any failure becomes error rows, never raises."""
+    results: list[TraceResult] = []
+    for _ in range(RETRIES + 1):
+        try:
+            results = check_prepared(batch, settings)
+        except Exception as err:  # no traceback reaches the user: the batch's rows say why
+            reason = f"internal error: {type(err).__name__}: {err}"
+            return [TraceResult(p.trace_id, ERROR, p.events, reason=reason) for p in batch]
+        if not any(r.verdict == ERROR and "crash" in r.reason.lower() for r in results):
+            break
+    return results
+
+
 def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> list[TraceResult]:
     """Check (id, ITF JSON text) pairs: one result per item, in order, whatever happens."""
     results: dict[int, TraceResult] = {}
@@ -415,7 +433,7 @@ def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> li
             continue
         groups.setdefault(p.replicas, []).append((index, p))
     for group in groups.values():
-        checked = check_prepared([p for _, p in group], settings)
+        checked = _check_group([p for _, p in group], settings)
         for (index, _), result in zip(group, checked, strict=True):
             results[index] = result
     return [results[i] for i in sorted(results)]

@@ -1,0 +1,255 @@
+"""`kreplica conform`'s engine: check many traces against the spec, in batches, on Spark or a
+local process pool, writing one result row per trace.
+
+Both runners share the unit of work: a batch of `(trace id, JSON text)` pairs checked by one
+TLC process (`tracecheck.check_texts`), which returns exactly one row per pair whatever goes
+wrong. The driver never holds the corpus: the process pool streams files and keeps a few
+batches in flight; Spark reads the files on its executors and the driver only reads results
+back from Parquet.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from kreplica.conformance.results import JSON, PARQUET, SCHEMA, RowWriter
+from kreplica.conformance.sources import Item, batches, iter_local, split_file
+from kreplica.conformance.tlc import TlcOptions
+from kreplica.conformance.tracecheck import (
+    SPEC_MODULE,
+    TRACE_MODULE,
+    CheckSettings,
+    check_texts,
+)
+
+Progress = Callable[[int, int | None], None]
+"""Called with (batches done, batches in all when known)."""
+
+
+def check_items(items: list[Item], settings: CheckSettings) -> list[dict[str, Any]]:
+    """Check one batch: one result row (a dict) per item, in order."""
+    return [r.row() for r in check_texts(items, settings)]
+
+
+# ---------------------------------------------------------------- the process pool
+
+
+@dataclass(frozen=True)
+class PoolRun:
+    """A local run: which files, how many traces per TLC process, how many processes."""
+
+    files: Sequence[Path]
+    settings: CheckSettings
+    batch_size: int
+    workers: int
+
+
+def run_pool(run: PoolRun, out: Path, progress: Progress) -> None:
+    """Check every trace of `run.files` in a process pool; write rows to `out` as they come."""
+    writer = RowWriter(out)
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=run.workers) as pool:
+            pending: set[Future[list[dict[str, Any]]]] = set()
+            for batch in batches(iter_local(run.files), run.batch_size):
+                if len(pending) >= 2 * run.workers:  # bounded: the driver streams the corpus
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    done += _collect(finished, writer)
+                    progress(done, None)
+                pending.add(pool.submit(check_items, batch, run.settings))
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                done += _collect(finished, writer)
+                progress(done, None)
+    finally:
+        writer.close()
+
+
+def _collect(finished: Iterable[Future[list[dict[str, Any]]]], writer: RowWriter) -> int:
+    """Write the rows of finished batches; return how many batches finished."""
+    count = 0
+    for future in finished:
+        writer.write(future.result())
+        count += 1
+    return count
+
+
+# ---------------------------------------------------------------- Spark
+
+
+@dataclass(frozen=True)
+class SparkRun:
+    """A Spark run: input paths (any Hadoop path), spec files and jar to ship, batch size."""
+
+    paths: Sequence[str]
+    settings: CheckSettings
+    batch_size: int
+    master: str
+    ship: Sequence[Path]
+    fail_first_attempts: bool = False
+    """Fault injection for tests: every task's first attempt fails, so Spark retries it."""
+
+
+def _uri(path: str) -> str:
+    """A local path as a file: URI; other URIs (hdfs://, s3a://, file:) unchanged."""
+    if "://" in path or path.startswith("file:"):
+        return path
+    return Path(path).resolve().as_uri()
+
+
+def spark_session(master: str) -> Any:
+    """The SparkSession for `master` (an existing one is reused)."""
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers import kreplica
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("kreplica conform")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config(
+            "spark.driver.bindAddress", "127.0.0.1" if master.startswith("local") else "0.0.0.0"
+        )
+        .config("spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive", "true")
+        .config("spark.python.worker.reuse", "true")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _wanted(name: str, explicit: frozenset[str]) -> bool:
+    """A file Spark found: named on the command line, or a trace file in a named directory."""
+    return name in explicit or name.endswith((".itf.json", ".jsonl", ".ndjson"))
+
+
+def _check_partition(
+    rows: Iterator[tuple[str, str]], settings: CheckSettings, batch_size: int, fail: bool
+) -> Iterator[tuple[Any, ...]]:
+    """A Spark task: check its traces in batches, with the spec and jar Spark shipped to it."""
+    from pyspark import SparkFiles, TaskContext
+
+    context = TaskContext.get()
+    if fail and context is not None and context.attemptNumber() == 0:
+        raise RuntimeError("injected failure of a task's first attempt (test)")
+    jar = settings.tlc.jar
+    local = replace(
+        settings,
+        spec_dir=Path(SparkFiles.get(f"{SPEC_MODULE}.tla")).parent,
+        tlc=replace(settings.tlc, jar=Path(SparkFiles.get(jar.name)) if jar else None),
+    )
+    names = [name for name, _ in SCHEMA_COLUMNS]
+    for batch in batches(rows, batch_size):
+        for row in check_items(batch, local):
+            yield tuple(row[n] for n in names)
+
+
+SCHEMA_COLUMNS = [(f.name, f.type) for f in SCHEMA]
+
+
+def _spark_schema() -> Any:
+    """The result schema as a Spark StructType."""
+    from pyspark.sql import types as T
+
+    kinds: dict[str, Any] = {
+        "string": T.StringType(),
+        "int64": T.LongType(),
+        "double": T.DoubleType(),
+    }
+    fields = []
+    for name, kind in SCHEMA_COLUMNS:
+        spark_type = (
+            T.ArrayType(T.StringType()) if str(kind).startswith("list") else kinds[str(kind)]
+        )
+        fields.append(T.StructField(name, spark_type, True))
+    return T.StructType(fields)
+
+
+def run_spark(run: SparkRun, out: Path, progress: Progress) -> None:
+    """Check every trace under `run.paths` on Spark; write Parquet and JSON to `out`."""
+    spark = spark_session(run.master)
+    sc = spark.sparkContext
+    for path in run.ship:
+        sc.addFile(str(path))
+    sc.addPyFile(str(package_zip()))
+    explicit = frozenset(_local_name(_uri(p)) for p in run.paths if Path(p).is_file())
+    files = sc.wholeTextFiles(
+        ",".join(_uri(p) for p in run.paths), minPartitions=sc.defaultParallelism
+    )
+    items = (
+        files.map(lambda kv: (_local_name(kv[0]), kv[1]))
+        .filter(lambda kv: _wanted(kv[0], explicit))
+        .flatMap(lambda kv: split_file(kv[0], kv[1]))
+    )
+    count = items.count()
+    tasks = max(1, -(-count // run.batch_size))
+    settings, size, fail = run.settings, run.batch_size, run.fail_first_attempts
+    rows = items.repartition(tasks).mapPartitions(
+        lambda part: _check_partition(part, settings, size, fail)
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    watcher = _watch(sc, tasks, progress)
+    try:
+        sc.setJobGroup("kreplica-conform", "check traces", interruptOnCancel=True)
+        frame = spark.createDataFrame(rows, _spark_schema())
+        frame.write.mode("overwrite").parquet(str(out / PARQUET))
+    finally:
+        watcher.set()
+    spark.read.parquet(str(out / PARQUET)).write.mode("overwrite").json(str(out / JSON))
+
+
+def _local_name(uri: str) -> str:
+    """A file: URI as a plain path (trace ids read better); other URIs unchanged."""
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def _watch(sc: Any, tasks: int, progress: Progress) -> threading.Event:
+    """Poll Spark's status tracker in a thread, reporting finished tasks (= batches)."""
+    stop = threading.Event()
+    tracker = sc.statusTracker()
+
+    def poll() -> None:
+        while not stop.wait(0.5):
+            done = 0
+            for job in tracker.getJobIdsForGroup("kreplica-conform"):
+                info = tracker.getJobInfo(job)
+                for stage in info.stageIds if info else ():
+                    stage_info = tracker.getStageInfo(stage)
+                    if stage_info and stage_info.numTasks == tasks:
+                        done = max(done, stage_info.numCompletedTasks)
+            progress(done, tasks)
+
+    threading.Thread(target=poll, daemon=True).start()
+    return stop
+
+
+def package_zip() -> Path:
+    """The kreplica package as a zip for Spark's executors (addPyFile): no shared filesystem."""
+    import kreplica.conformance
+    import kreplica.impl
+
+    target = Path(tempfile.mkdtemp(prefix="kreplica-pyfiles-")) / "kreplica.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in (kreplica.impl, kreplica.conformance):
+            root = Path(str(package.__file__)).parent
+            for source in sorted(root.glob("*.py")):
+                archive.write(source, f"{package.__name__.replace('.', '/')}/{source.name}")
+    return target
+
+
+def ship_files(spec_dir: Path, tlc: TlcOptions) -> list[Path]:
+    """What each executor needs: the spec modules and tla2tools.jar."""
+    files = [spec_dir / f"{SPEC_MODULE}.tla", spec_dir / f"{TRACE_MODULE}.tla"]
+    return files + ([tlc.jar] if tlc.jar else [])  # TraceData is generated on the executor

@@ -1,0 +1,263 @@
+"""`kreplica conform`: TLC trace validation, on a process pool and on Spark (local mode).
+
+Real TLC, real PySpark, real files. One SparkSession (local[2,2]: two threads, a task may
+fail once) serves every Spark test. The corpora are short random walks of the correct
+protocol (kreplica.conformance.corpus), so every one must conform.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kreplica.conformance.cli import main
+from kreplica.conformance.conform import SparkRun, run_spark, ship_files
+from kreplica.conformance.corpus import corpus
+from kreplica.conformance.itf import dumps_trace
+from kreplica.conformance.results import iter_rows
+from kreplica.conformance.specs import default_spec_dir
+from kreplica.conformance.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.tracecheck import CheckSettings, SpecParams, check_texts
+from kreplica.impl.variants import Variant
+
+pytestmark = pytest.mark.tlc
+SPARK_MASTER = "local[2,2]"
+
+
+def walks(n: int, steps: int, seed: int = 7) -> list[str]:
+    """`n` random-walk traces of the correct protocol, as one-line JSON texts."""
+    return [
+        json.dumps(json.loads(dumps_trace(t)))
+        for t in corpus(n, steps, seed, Variant(), replicas=3)
+    ]
+
+
+def write_corpus(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def settings_() -> CheckSettings:
+    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=300)
+    return CheckSettings(SpecParams(fetch_max_records=2), default_spec_dir(), tlc)
+
+
+def conform(*args: str) -> Result:
+    return CliRunner().invoke(main, ["conform", *args])
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    return list(iter_rows(out / "results.parquet"))
+
+
+# ---------------------------------------------------------------- verdicts and pinpointing
+
+
+def test_short_walks_of_the_correct_protocol_conform(settings_: CheckSettings) -> None:
+    texts = walks(4, 15)
+    results = check_texts([(f"t{i}", t) for i, t in enumerate(texts)], settings_)
+    assert [r.verdict for r in results] == ["conforms"] * 4, [r.row() for r in results]
+    assert [r.events for r in results] == [len(json.loads(t)["states"]) - 1 for t in texts]
+
+
+def _corrupt(text: str, step: int, variable: str, value: Any) -> str:
+    data = json.loads(text)
+    data["states"][step][variable] = value
+    return json.dumps(data)
+
+
+def test_a_corrupted_state_is_pinpointed(settings_: CheckSettings) -> None:
+    """The first step whose logged state no successor explains, and the variable that differs."""
+    text = walks(1, 12, seed=4)[0]
+    bad_hw = _corrupt(text, 5, "hw", [7, 7, 7])
+    bad_init = _corrupt(text, 0, "nextRecord", 42)
+    results = check_texts([("hw", bad_hw), ("init", bad_init), ("good", text)], settings_)
+    hw, init, good = results
+    assert good.verdict == "conforms"
+    assert (hw.verdict, hw.step, hw.variables) == ("violates", 5, ["hw"])
+    assert json.loads(hw.diff or "{}")["hw"]["expected"] == [7, 7, 7]
+    assert (init.verdict, init.step, init.variables) == ("violates", 0, ["nextRecord"])
+
+
+def test_an_action_the_spec_does_not_allow_is_pinpointed(settings_: CheckSettings) -> None:
+    """A logged action whose guard is false: the step, the action, 'not enabled'."""
+    data = json.loads(walks(1, 6, seed=5)[0])
+    data["states"][1]["#meta"] = {"action": "Restart", "args": {"replica": 1}}  # 1 is running
+    (result,) = check_texts([("r", json.dumps(data))], settings_)
+    assert (result.verdict, result.step, result.action) == ("violates", 1, "Restart")
+    assert "not enabled" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"vars": [', "truncated"),
+        ("not json", "not valid JSON"),
+        ('{"states": []}', "vars"),
+        (None, "unknown action 'Teleport'"),
+        ("unknown-variable", "unknown variable 'bogus'"),
+    ],
+)
+def test_malformed_traces_get_an_error_row(
+    settings_: CheckSettings, text: str | None, reason: str
+) -> None:
+    good = walks(1, 4, seed=11)[0]
+    if text is None:
+        data = json.loads(good)
+        data["states"][2]["#meta"]["action"] = "Teleport"
+        text = json.dumps(data)
+    elif text == "unknown-variable":
+        data = json.loads(good)
+        data["vars"].append("bogus")
+        for state in data["states"]:
+            state["bogus"] = 0
+        text = json.dumps(data)
+    (result,) = check_texts([("bad", text)], settings_)
+    assert result.verdict == "error"
+    assert reason in result.reason
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_corrupt_files_each_get_one_row(data: st.DataObject) -> None:
+    """Hypothesis corrupts traces (cut, flipped bytes, junk); every input still gets one row."""
+    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=300)
+    check = CheckSettings(SpecParams(fetch_max_records=2), default_spec_dir(), tlc)
+    good = walks(1, 5, seed=13)[0]
+    texts = []
+    for _ in range(data.draw(st.integers(2, 5))):
+        kind = data.draw(st.sampled_from(["cut", "flip", "junk", "good"]))
+        if kind == "cut":
+            texts.append(good[: data.draw(st.integers(0, len(good) - 1))])
+        elif kind == "flip":
+            at = data.draw(st.integers(0, len(good) - 1))
+            texts.append(good[:at] + data.draw(st.characters()) + good[at + 1 :])
+        elif kind == "junk":
+            texts.append(data.draw(st.text(max_size=50)))
+        else:
+            texts.append(good)
+    results = check_texts([(f"c{i}", t) for i, t in enumerate(texts)], check)
+    assert [r.trace_id for r in results] == [f"c{i}" for i in range(len(texts))]
+    for text, result in zip(texts, results, strict=True):
+        assert result.verdict in {"conforms", "violates", "error"}
+        if text == good:
+            assert result.verdict == "conforms"
+
+
+# ---------------------------------------------------------------- the process pool
+
+
+def test_cli_without_spark_writes_every_result(tmp_path: Path) -> None:
+    corpus_path = write_corpus(tmp_path / "c.jsonl", [*walks(3, 10), "{broken"])
+    single = tmp_path / "one.itf.json"
+    single.write_text(walks(1, 8, seed=2)[0])
+    out = tmp_path / "out"
+    result = conform(str(corpus_path), str(single), "--no-spark", "--batch-size", "2",
+                     "--workers", "2", "--out", str(out))  # fmt: skip
+    assert result.exit_code == 2, result.output  # the broken line is an error
+    found = rows(out)
+    assert Counter(r["verdict"] for r in found) == {"conforms": 4, "error": 1}
+    assert sorted(r["trace_id"] for r in found) == sorted(
+        [f"{corpus_path}:{n}" for n in (1, 2, 3, 4)] + [str(single)]
+    )
+    assert len((out / "results.json").read_text().splitlines()) == 5
+    suite = ET.parse(out / "junit.xml").getroot()
+    assert suite.get("tests") == "5" and suite.get("errors") == "1"
+    assert len(suite.findall("testcase")) == 5
+
+
+def test_cli_exit_codes(tmp_path: Path) -> None:
+    good = write_corpus(tmp_path / "good.jsonl", walks(2, 6))
+    assert conform(str(good), "--no-spark", "--out", str(tmp_path / "o1")).exit_code == 0
+    bad = write_corpus(tmp_path / "bad.jsonl", [_corrupt(walks(1, 6)[0], 3, "hw", [9, 9, 9])])
+    assert conform(str(bad), "--no-spark", "--out", str(tmp_path / "o2")).exit_code == 1
+    missing = conform(str(tmp_path / "nope.jsonl"), "--no-spark", "--out", str(tmp_path / "o3"))
+    assert missing.exit_code == 2
+    assert "no such file" in missing.stderr and "Traceback" not in missing.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no trace files" in conform(str(empty), "--no-spark").stderr
+
+
+def _kill_first_tlc(stop: threading.Event, killed: list[int]) -> None:
+    """Kill the first TLC process that checks traces (SIGKILL), once."""
+    while not stop.is_set() and not killed:
+        listing = subprocess.run(["pgrep", "-f", "KafkaReplicationTrace"], capture_output=True,
+                                 text=True, check=False).stdout.split()  # fmt: skip
+        for pid in listing:
+            if int(pid) != os.getpid():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(int(pid))
+                    return
+                except ProcessLookupError:
+                    continue
+        time.sleep(0.05)
+
+
+def test_a_killed_tlc_process_costs_no_result(tmp_path: Path) -> None:
+    """The batch whose TLC dies is run again; every trace still has exactly one row."""
+    path = write_corpus(tmp_path / "c.jsonl", walks(4, 10))
+    stop, killed = threading.Event(), []
+    watcher = threading.Thread(target=_kill_first_tlc, args=(stop, killed))
+    watcher.start()
+    try:
+        result = conform(str(path), "--no-spark", "--batch-size", "2", "--out", str(tmp_path / "o"))
+    finally:
+        stop.set()
+        watcher.join()
+    assert killed, "no TLC process was seen"
+    found = rows(tmp_path / "o")
+    assert sorted(r["trace_id"] for r in found) == [f"{path}:{n}" for n in (1, 2, 3, 4)]
+    assert {r["verdict"] for r in found} == {"conforms"}, result.output
+
+
+# ---------------------------------------------------------------- Spark (local mode)
+
+
+def test_spark_end_to_end_with_retried_tasks(tmp_path: Path, settings_: CheckSettings) -> None:
+    """Spark reads the files on its executors, ships the spec and jar, retries failed tasks:
+    one row per trace, results as Parquet and JSON."""
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    write_corpus(corpus_dir / "a.jsonl", walks(3, 10, seed=21))
+    write_corpus(corpus_dir / "b.jsonl", [*walks(2, 10, seed=22), "not json"])
+    (corpus_dir / "ignored.txt").write_text("not a trace file")
+    out = tmp_path / "out"
+    ship = ship_files(settings_.spec_dir, settings_.tlc)
+    run = SparkRun([str(corpus_dir)], settings_, 2, SPARK_MASTER, ship, fail_first_attempts=True)
+    run_spark(run, out, lambda done, total: None)
+    found = list(iter_rows(out / "results.parquet"))
+    ids = sorted(r["trace_id"] for r in found)
+    expected = [f"{corpus_dir / 'a.jsonl'}:{n}" for n in (1, 2, 3)]
+    expected += [f"{corpus_dir / 'b.jsonl'}:{n}" for n in (1, 2, 3)]
+    assert ids == sorted(expected)
+    assert Counter(r["verdict"] for r in found) == {"conforms": 5, "error": 1}
+    assert pq.read_table(out / "results.parquet").num_rows == 6
+    json_rows = [
+        json.loads(line)
+        for part in (out / "results.json").glob("part-*")
+        for line in part.read_text().splitlines()
+    ]
+    assert len(json_rows) == 6
+
+
+def test_spark_cli(tmp_path: Path) -> None:
+    path = write_corpus(tmp_path / "c.jsonl", walks(2, 8, seed=31))
+    result = conform(str(path), "--master", SPARK_MASTER, "--out", str(tmp_path / "o"))
+    assert result.exit_code == 0, result.output
+    assert {r["verdict"] for r in rows(tmp_path / "o")} == {"conforms"}
