@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from kreplica.conformance import tlcdata
 from kreplica.conformance.results import JSON, PARQUET, SCHEMA, RowWriter
 from kreplica.conformance.sources import Item, batches, iter_local, split_file
-from kreplica.conformance.tlc import TlcOptions
 from kreplica.conformance.tracecheck import (
     SPEC_MODULE,
     TRACE_MODULE,
@@ -144,11 +144,12 @@ def _check_partition(
     context = TaskContext.get()
     if fail and context is not None and context.attemptNumber() == 0:
         raise RuntimeError("injected failure of a task's first attempt (test)")
-    jar = settings.tlc.jar
+    jar, shipped = settings.tlc.jar, Path(SparkFiles.get(f"{SPEC_MODULE}.tla")).parent
     local = replace(
         settings,
-        spec_dir=Path(SparkFiles.get(f"{SPEC_MODULE}.tla")).parent,
+        spec_dir=shipped,
         tlc=replace(settings.tlc, jar=Path(SparkFiles.get(jar.name)) if jar else None),
+        reader=shipped if settings.reader else None,  # its classes were shipped beside the spec
     )
     names = [name for name, _ in SCHEMA_COLUMNS]
     for batch in batches(rows, batch_size):
@@ -249,7 +250,10 @@ def package_zip() -> Path:
     return target
 
 
-def ship_files(spec_dir: Path, tlc: TlcOptions) -> list[Path]:
-    """What each executor needs: the spec modules and tla2tools.jar."""
+def ship_files(settings: CheckSettings) -> list[Path]:
+    """What each executor needs: the spec modules, tla2tools.jar, the trace reader's classes
+    (TraceData itself is written on the executor, per batch)."""
+    spec_dir, tlc = settings.spec_dir, settings.tlc
     files = [spec_dir / f"{SPEC_MODULE}.tla", spec_dir / f"{TRACE_MODULE}.tla"]
-    return files + ([tlc.jar] if tlc.jar else [])  # TraceData is generated on the executor
+    files += [tlc.jar] if tlc.jar else []
+    return files + (tlcdata.class_files(settings.reader) if settings.reader else [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ from kreplica.conformance.results import JUNIT, PARQUET, Summary, summarise, wri
 from kreplica.conformance.sources import local_files
 from kreplica.conformance.specs import resolve_spec_dir
 from kreplica.conformance.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.tlcdata import build_reader
 from kreplica.conformance.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
 from kreplica.impl.variants import VariantError, parse_variant
 from rich.console import Console
@@ -78,6 +80,18 @@ def _report(summary: Summary, seconds: float, out: Path, console: Console) -> No
     console.print(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}")
 
 
+def _reader(choice: str, tlc: TlcOptions) -> Path | None:
+    """The compiled trace reader for --reader (None: TLA+ text)."""
+    if choice == "tla":
+        return None
+    try:
+        return build_reader(tlc.jar, java=tlc.java)
+    except CheckerError:
+        if choice == "java":
+            raise
+        return None  # auto: no javac here, so the slower TLA+ text
+
+
 def _first_line(err: Exception) -> str:
     """The first meaningful line of an exception's message."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
@@ -138,14 +152,23 @@ def _first_line(err: Exception) -> str:
     show_default=True,
     help="Seconds one TLC process may take.",
 )
+@click.option(
+    "--reader",
+    type=click.Choice(["auto", "java", "tla"]),
+    default="auto",
+    show_default=True,
+    help="How traces reach TLC: a binary file read by a compiled "
+    "Java override (fast; needs javac once), or a generated TLA+ module; auto: java "
+    "when javac is there.",
+)
 @click.option("--spec-dir", type=click.Path(path_type=Path), help="Spec directory.")
 @click.option("--java", help="Java executable [env KREPLICA_JAVA].")
 @click.option("--jar", type=click.Path(path_type=Path), help="tla2tools.jar.")
 def conform_command(
     paths: tuple[str, ...], out: Path, batch_size: int, master: str, no_spark: bool,
     workers: int, variants: tuple[str, ...], bugs: tuple[str, ...], min_isr: int,
-    fetch_max_records: int, tlc_timeout: float, spec_dir: Path | None, java: str | None,
-    jar: Path | None,
+    fetch_max_records: int, tlc_timeout: float, reader: str, spec_dir: Path | None,
+    java: str | None, jar: Path | None,
 ) -> int:  # fmt: skip
     """Check that recorded traces conform to the spec: TLC walks each one.
 
@@ -158,7 +181,7 @@ def conform_command(
     spec = resolve_spec_dir(spec_dir)
     params = _params(variants, bugs, min_isr, fetch_max_records)
     tlc = TlcOptions(java=find_java(java), jar=find_tla2tools(jar), time_limit=tlc_timeout)
-    settings = CheckSettings(params, spec, tlc)
+    settings = CheckSettings(params, spec, tlc, _reader(reader, tlc))
     console = Console(highlight=False, stderr=False)
     start = time.monotonic()
     with _progress_bar(console) as bar:
@@ -171,9 +194,8 @@ def conform_command(
             run_pool(PoolRun(local_files(paths), settings, batch_size, workers), out, progress)
         else:
             if not master.startswith("local"):
-                settings = CheckSettings(params, spec, TlcOptions(
-                    java=java or "java", jar=tlc.jar, time_limit=tlc_timeout))  # fmt: skip
-            run = SparkRun(paths, settings, batch_size, master, ship_files(spec, tlc))
+                settings = replace(settings, tlc=replace(tlc, java=java or "java"))
+            run = SparkRun(paths, settings, batch_size, master, ship_files(settings))
             try:
                 run_spark(run, out, progress)
             except Exception as err:  # Spark's errors are long Java traces: one line instead

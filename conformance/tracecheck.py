@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kreplica.conformance import tlcdata
 from kreplica.conformance.errors import KreplicaError
 from kreplica.conformance.itf import ItfTrace, decode_trace, loads_json, to_itf
 from kreplica.conformance.tlavalue import Value, format_value, parse_value
@@ -71,12 +72,11 @@ class SpecParams:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A trace ready for TLC: its id, its size, and its TLA+ text."""
+    """A trace ready for TLC: its id, its size, and the decoded trace."""
 
     trace_id: str
     replicas: int
     events: int
-    tla: str
     trace: ItfTrace
 
 
@@ -158,7 +158,7 @@ def prepare(trace_id: str, text: str) -> Prepared:
     """Decode, check the names, and render one trace (TraceError/TraceInputError if bad)."""
     trace = load(trace_id, text)
     _check_vocabulary(trace, trace_id)
-    return Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, render(trace), trace)
+    return Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, trace)
 
 
 # ---------------------------------------------------------------- the TLC run
@@ -192,11 +192,17 @@ def _config(params: SpecParams, replicas: int, diagnose: bool) -> str:
     )
 
 
-def write_batch(workdir: Path, spec_dir: Path, traces: Sequence[Prepared]) -> Path:
-    """Copy the spec, write the batch's TraceData module; return the trace spec's path."""
+def write_batch(
+    workdir: Path, spec_dir: Path, traces: Sequence[Prepared], reader: Path | None = None
+) -> Path:
+    """Copy the spec and write the batch's TraceData: as binary data for the Java reader
+    (`reader`, its compiled classes; see tlcdata) or as a TLA+ module. Return the spec's path."""
     for name in (SPEC_MODULE, TRACE_MODULE):
         shutil.copyfile(spec_dir / f"{name}.tla", workdir / f"{name}.tla")
-    body = ",\n".join(p.tla for p in traces)
+    if reader is not None:
+        tlcdata.install(workdir, [p.trace for p in traces], reader)
+        return workdir / f"{TRACE_MODULE}.tla"
+    body = ",\n".join(render(p.trace) for p in traces)
     (workdir / f"{DATA_MODULE}.tla").write_text(
         f"---- MODULE {DATA_MODULE} ----\nEXTENDS Integers, Sequences\n\n"
         f"TraceLog == <<\n{body}\n>>\n====\n",
@@ -260,11 +266,12 @@ def run_batch(
     spec_dir: Path,
     options: TlcOptions,
     diagnose: bool,
+    reader: Path | None = None,
 ) -> tuple[TlcResult, Printed]:
     """One TLC run over `traces` (all with the same number of replicas)."""
     workdir = Path(tempfile.mkdtemp(prefix="kreplica-conform-"))
     try:
-        module = write_batch(workdir, spec_dir, traces)
+        module = write_batch(workdir, spec_dir, traces, reader)
         config = workdir / f"{TRACE_MODULE}.cfg"
         config.write_text(_config(params, traces[0].replicas, diagnose), encoding="utf-8")
         result = run_tlc(module, config, options)
@@ -371,12 +378,16 @@ class CheckSettings:
     params: SpecParams
     spec_dir: Path
     tlc: TlcOptions
+    reader: Path | None = None
+    """The compiled Java trace-data reader (tlcdata.build_reader), or None: TLA+ text."""
 
 
 def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[TraceResult]:
     """Check traces that share a number of replicas: one TLC run, then one to diagnose."""
     start = time.monotonic()
-    result, printed = run_batch(batch, settings.params, settings.spec_dir, settings.tlc, False)
+    result, printed = run_batch(
+        batch, settings.params, settings.spec_dir, settings.tlc, False, settings.reader
+    )
     failed = _tlc_failed(result)
     seconds = (time.monotonic() - start) / len(batch)
     if failed:
@@ -390,7 +401,9 @@ def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[T
     }
     rejected = [p for n, p in enumerate(batch, start=1) if n not in printed.conforms]
     if rejected:
-        again, found = run_batch(rejected, settings.params, settings.spec_dir, settings.tlc, True)
+        again, found = run_batch(
+            rejected, settings.params, settings.spec_dir, settings.tlc, True, settings.reader
+        )
         failed = _tlc_failed(again)
         for n, p in enumerate(rejected, start=1):
             results[batch.index(p) + 1] = (

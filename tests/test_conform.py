@@ -238,7 +238,7 @@ def test_spark_end_to_end_with_retried_tasks(tmp_path: Path, settings_: CheckSet
     write_corpus(corpus_dir / "b.jsonl", [*walks(2, 10, seed=22), "not json"])
     (corpus_dir / "ignored.txt").write_text("not a trace file")
     out = tmp_path / "out"
-    ship = ship_files(settings_.spec_dir, settings_.tlc)
+    ship = ship_files(settings_)
     run = SparkRun([str(corpus_dir)], settings_, 2, SPARK_MASTER, ship, fail_first_attempts=True)
     run_spark(run, out, lambda done, total: None)
     found = list(iter_rows(out / "results.parquet"))
