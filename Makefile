@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-JAVA_HINT := install Java 17, e.g. 'apt-get install -y openjdk-17-jre-headless'
+JAVA_HINT := install a Java 17 JDK, e.g. 'apt-get install -y openjdk-17-jdk-headless'
 
 .PHONY: venv java demo test lint typecheck unit check-ci check-full clean
 
@@ -22,13 +22,14 @@ build/typecheck/kreplica:
 	ln -sfn ../../../impl $@/impl
 	ln -sfn ../../../conformance $@/conformance
 
-# TLC needs a JVM: install Debian's when we can (root with apt-get), else say how in one line.
+# TLC and Spark need Java 17, and `kreplica conform` compiles its trace reader with javac:
+# install Debian's JDK when we can (root with apt-get), else say how in one line.
 java:
-	@command -v java >/dev/null 2>&1 || { \
+	@{ command -v java && command -v javac; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null \
-	      || { echo "java not found and could not be installed: $(JAVA_HINT)" >&2; exit 1; }; \
-	  else echo "java not found: $(JAVA_HINT)" >&2; exit 1; fi; }
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless) >/dev/null \
+	      || { echo "java/javac not found and could not be installed: $(JAVA_HINT)" >&2; exit 1; }; \
+	  else echo "java/javac not found: $(JAVA_HINT)" >&2; exit 1; fi; }
 
 demo: venv java
 	$(BIN)/kreplica check --suite ci --jobs 2
