@@ -13,7 +13,7 @@ from kreplica.conformance.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED
 from kreplica.conformance.results import JUNIT, PARQUET, Summary, summarise, write_junit
 from kreplica.conformance.sources import local_files
 from kreplica.conformance.specs import resolve_spec_dir
-from kreplica.conformance.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.tlcdata import build_reader
 from kreplica.conformance.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
 from kreplica.impl.variants import VariantError, parse_variant
@@ -180,7 +180,12 @@ def conform_command(
     """
     spec = resolve_spec_dir(spec_dir)
     params = _params(variants, bugs, min_isr, fetch_max_records)
-    tlc = TlcOptions(java=find_java(java), jar=find_tla2tools(jar), time_limit=tlc_timeout)
+    tlc = TlcOptions(
+        java=find_java(java),
+        jar=find_tla2tools(jar),
+        time_limit=tlc_timeout,
+        jvm_flags=SHORT_RUN_JVM_FLAGS,
+    )
     settings = CheckSettings(params, spec, tlc, _reader(reader, tlc))
     console = Console(highlight=False, stderr=False)
     start = time.monotonic()

@@ -566,6 +566,11 @@ def find_tla2tools(jar: str | Path | None = None) -> Path:
     return path
 
 
+SHORT_RUN_JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+"""For TLC runs of seconds on a busy machine: no GC or C2 compiler threads competing for the
+cores (measured about 40% less CPU on trace validation batches)."""
+
+
 @dataclass(frozen=True)
 class TlcOptions:
     """How to run TLC."""
@@ -576,6 +581,8 @@ class TlcOptions:
     check_deadlock: bool = False
     time_limit: float | None = None  # seconds; None: no limit
     extra_args: tuple[str, ...] = ()
+    jvm_flags: tuple[str, ...] = ("-XX:+UseParallelGC",)
+    """For long model-checking runs; trace validation's short runs use SHORT_RUN_JVM_FLAGS."""
 
 
 def tlc_command(module: Path, config: Path, options: TlcOptions, workdir: Path) -> list[str]:
@@ -587,7 +594,7 @@ def tlc_command(module: Path, config: Path, options: TlcOptions, workdir: Path) 
     jar = options.jar or find_tla2tools()
     cmd = [
         options.java,
-        "-XX:+UseParallelGC",
+        *options.jvm_flags,
         "-Dfile.encoding=UTF-8",
         f"-Djava.io.tmpdir={workdir / 'tmp'}",
         "-cp",

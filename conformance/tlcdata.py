@@ -32,6 +32,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from kreplica.conformance.errors import CheckerError, KreplicaError
 from kreplica.conformance.itf import ItfTrace
@@ -167,14 +168,19 @@ class _Decoder:
         if not data.startswith(MAGIC):
             raise TlcDataError("not a kreplica trace data file (version 1)")
         self.pos = len(MAGIC)
-        self.strings: list[str] = []
+        self.strings: list[str] = self.table()
+
+    def table(self) -> list[str]:
+        """A string table: a count, then each string's length and UTF-8 bytes."""
+        strings = []
         for _ in range(self.count()):
             size = self.count()
             raw = self.take(size)
             try:
-                self.strings.append(raw.decode("utf-8"))
+                strings.append(raw.decode("utf-8"))
             except UnicodeDecodeError as err:
                 raise TlcDataError(f"bad UTF-8 in the string table: {err}") from err
+        return strings
 
     def take(self, size: int) -> bytes:
         """The next `size` bytes."""
@@ -222,6 +228,11 @@ class _Decoder:
             return Record([(self.string(), self.value()) for _ in range(self.count())])
         if tag == b"F":
             return Map([(self.value(), self.value()) for _ in range(self.count())])
+        if tag == b"N":
+            outer, self.strings = self.strings, self.table()
+            inner = self.value()
+            self.strings = outer
+            return inner
         raise TlcDataError(f"unknown tag {tag!r} at byte {at}")
 
 
@@ -277,6 +288,145 @@ def encode_traces(traces: Sequence[ItfTrace]) -> bytes:
     for trace in traces:
         enc.value(trace_value(trace))
     return enc.finish()
+
+
+# ---------------------------------------------------------------- traces straight from JSON
+
+_ITF_FORMS = frozenset({"#set", "#tup", "#map", "#bigint", "#unserializable"})
+
+
+class _JsonEncoder(_Encoder):
+    """ITF JSON values to bytes, without building Python TLA+ values first (the fast path:
+    decoding ITF into `Value`s costs more than TLC's own checking)."""
+
+    def json(self, obj: Any) -> None:
+        """Append the value that the ITF JSON `obj` stands for (as `from_itf` reads it)."""
+        if isinstance(obj, bool | int | str):
+            self.value(obj)
+        elif isinstance(obj, list):
+            self.sequence(b"T", obj)
+        elif isinstance(obj, dict):
+            self.json_object(obj)
+        else:
+            raise TlcDataError(f"{type(obj).__name__} is not an ITF value")
+
+    def sequence(self, tag: bytes, items: list[Any]) -> None:
+        """A tuple or a set of JSON values."""
+        self.body += tag
+        _varint(self.body, len(items))
+        for item in items:
+            self.json(item)
+
+    def json_object(self, obj: dict[str, Any]) -> None:
+        """A record, or one of ITF's tagged forms (#set, #tup, #map, #bigint)."""
+        if len(obj) == 1 and next(iter(obj)) in _ITF_FORMS:
+            ((form, body),) = obj.items()
+            if form == "#set" and isinstance(body, list):
+                self.sequence(b"S", body)
+            elif form == "#tup" and isinstance(body, list):
+                self.sequence(b"T", body)
+            elif form == "#map" and isinstance(body, list):
+                self.json_map(body)
+            elif form == "#bigint" and isinstance(body, str):
+                try:
+                    self.value(int(body))
+                except ValueError:
+                    raise TlcDataError(f"bad #bigint {body!r}") from None
+            else:
+                raise TlcDataError(f"bad ITF {form} value")
+            return
+        if not obj:
+            self.body += b"T\x00"
+        elif all(_is_field(k) for k in obj):
+            self.body += b"R"
+            _varint(self.body, len(obj))
+            for key, item in obj.items():
+                self.string(key)
+                self.json(item)
+        else:
+            self.json_map([[k, v] for k, v in obj.items()])
+
+    def json_map(self, pairs: list[Any]) -> None:
+        """A function from ITF's #map pairs (`<<>>` when empty)."""
+        if not pairs:
+            self.body += b"T\x00"
+            return
+        self.body += b"F"
+        _varint(self.body, len(pairs))
+        for pair in pairs:
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise TlcDataError("a #map entry is not a [key, value] pair")
+            self.json(pair[0])
+            self.json(pair[1])
+
+
+def encode_json_trace(variables: Sequence[str], states: Sequence[dict[str, Any]]) -> bytes:
+    """One trace as trace_value would give it, from its ITF JSON, as a scoped value ('N'):
+    a self-contained blob that `join_traces` puts into a batch. TlcDataError if malformed."""
+    enc = _JsonEncoder()
+    hidden = [v for v in VARIABLES if v not in variables]
+    observed = [v for v in VARIABLES if v in variables]
+    out = enc.body
+    out += b"R"
+    _varint(out, 2)
+    enc.string("hidden")
+    enc.sequence(b"S", hidden)
+    enc.string("events")
+    out += b"T"
+    _varint(out, len(states))
+    previous: dict[str, Any] | None = None
+    for state in states:
+        meta = state.get("#meta") or {}
+        changed = [
+            v for v in observed
+            if v in state and (previous is None or v not in previous or previous[v] != state[v])
+        ]  # fmt: skip
+        missing = [v for v in observed if v not in state]
+        out += b"R"
+        _varint(out, 4 if missing else 3)
+        enc.string("e")
+        enc.value(meta.get("action") or INIT_ACTION)
+        enc.string("a")
+        enc.json_object(meta.get("args") or {})
+        enc.string("v")
+        if changed:
+            out += b"R"
+            _varint(out, len(changed))
+            for v in changed:
+                enc.string(v)
+                enc.json(state[v])
+        else:
+            out += b"T\x00"
+        if missing:
+            enc.string("o")
+            enc.sequence(b"S", missing)
+        previous = state
+    blob = bytearray(b"N")
+    _varint(blob, len(enc.strings))
+    for text in enc.strings:
+        raw = text.encode("utf-8")
+        _varint(blob, len(raw))
+        blob += raw
+    return bytes(blob + enc.body)
+
+
+def join_traces(blobs: Sequence[bytes]) -> bytes:
+    """A data file whose TraceLog is the tuple of the traces `encode_json_trace` encoded."""
+    head = bytearray(MAGIC)
+    _varint(head, 0)
+    head += b"T"
+    _varint(head, len(blobs))
+    return bytes(head) + b"".join(blobs)
+
+
+def install_blobs(workdir: Path, blobs: Sequence[bytes], reader_dir: Path) -> Path:
+    """`install`, for traces already encoded by `encode_json_trace`."""
+    (workdir / f"{MODULE}.tla").write_text(STUB_MODULE, encoding="utf-8")
+    data = workdir / DATA_FILE
+    data.write_bytes(join_traces(blobs))
+    for path in class_files(reader_dir):
+        shutil.copyfile(path, workdir / path.name)
+    return data
 
 
 # ---------------------------------------------------------------- the Java reader

@@ -70,14 +70,24 @@ class SpecParams:
     lossy_network: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass
 class Prepared:
-    """A trace ready for TLC: its id, its size, and the decoded trace."""
+    """A trace ready for TLC: its id, its size, its ITF JSON, and its encoding for the Java
+    reader (fast path) or its decoded trace; the decoded trace is made when needed."""
 
     trace_id: str
     replicas: int
     events: int
-    trace: ItfTrace
+    obj: Any
+    blob: bytes | None = None
+    decoded: ItfTrace | None = None
+
+    @property
+    def trace(self) -> ItfTrace:
+        """The decoded trace (for the TLA+ rendering and for diagnosis)."""
+        if self.decoded is None:
+            self.decoded = decode_trace(self.obj, self.trace_id)
+        return self.decoded
 
 
 class TraceInputError(KreplicaError):
@@ -154,11 +164,73 @@ def render(trace: ItfTrace) -> str:
     return f"[hidden |-> {hidden}, events |-> <<\n  " + ",\n  ".join(events) + ">>]"
 
 
-def prepare(trace_id: str, text: str) -> Prepared:
-    """Decode, check the names, and render one trace (TraceError/TraceInputError if bad)."""
-    trace = load(trace_id, text)
+def prepare(trace_id: str, text: str, fast: bool = False) -> Prepared:
+    """Read one trace and check its names (TraceError/TraceInputError if bad). `fast`: encode
+    it for the Java reader straight from its JSON, decoding it only if it is malformed."""
+    obj = loads_json(text, trace_id)
+    if fast:
+        raw = _raw_shape(obj)
+        if raw is not None:
+            variables, states = raw
+            _check_raw_vocabulary(variables, states, trace_id)
+            try:
+                blob = tlcdata.encode_json_trace(variables, states)
+            except tlcdata.TlcDataError:
+                blob = None  # decode it below for the precise complaint
+            if blob is not None:
+                return Prepared(trace_id, _raw_replicas(states[0]), len(states) - 1, obj, blob)
+    trace = decode_trace(obj, trace_id)
     _check_vocabulary(trace, trace_id)
-    return Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, trace)
+    p = Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, obj, decoded=trace)
+    if fast:
+        p.blob = tlcdata.encode_json_trace(trace.vars, obj["states"])
+    return p
+
+
+def _raw_shape(obj: Any) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """(vars, states) if the JSON has ITF's shape with every state complete, else None."""
+    if not isinstance(obj, dict):
+        return None
+    variables, states = obj.get("vars"), obj.get("states")
+    if not (isinstance(variables, list) and isinstance(states, list) and states):
+        return None
+    if not all(isinstance(v, str) for v in variables):
+        return None
+    for state in states:
+        if not isinstance(state, dict) or not isinstance(state.get("#meta", {}), dict):
+            return None
+        if any(v not in state for v in variables):
+            return None
+    return variables, states
+
+
+def _check_raw_vocabulary(variables: list[str], states: list[dict[str, Any]], where: str) -> None:
+    """_check_vocabulary on the JSON: the spec's variables, actions and arguments only."""
+    unknown = [v for v in variables if v not in VARIABLES]
+    if unknown:
+        raise TraceInputError(f"{where}: unknown variable {unknown[0]!r}")
+    for index, state in enumerate(states[1:], start=1):
+        meta = state.get("#meta") or {}
+        action, args = meta.get("action"), meta.get("args") or {}
+        if action not in ACTION_ARGS:
+            raise TraceInputError(f"{where}: step {index}: unknown action {action!r}")
+        if not isinstance(args, dict) or set(args) != ACTION_ARGS[action]:
+            expected = ", ".join(sorted(ACTION_ARGS[action]))
+            got = ", ".join(sorted(args)) if isinstance(args, dict) else "not a record"
+            raise TraceInputError(
+                f"{where}: step {index}: {action} takes arguments {expected}, got {got or 'none'}"
+            )
+
+
+def _raw_replicas(first: dict[str, Any]) -> int:
+    """replicas_of, on the first state's JSON."""
+    for name in ("hw", "log", "leader"):
+        if isinstance(first.get(name), list):
+            return len(first[name])
+    alive = first.get("alive")
+    if isinstance(alive, dict) and isinstance(alive.get("#set"), list):
+        return len(alive["#set"])
+    raise TraceInputError("cannot tell the number of replicas: no hw, log, leader or alive")
 
 
 # ---------------------------------------------------------------- the TLC run
@@ -200,7 +272,8 @@ def write_batch(
     for name in (SPEC_MODULE, TRACE_MODULE):
         shutil.copyfile(spec_dir / f"{name}.tla", workdir / f"{name}.tla")
     if reader is not None:
-        tlcdata.install(workdir, [p.trace for p in traces], reader)
+        blobs = [p.blob or tlcdata.encode_json_trace(p.trace.vars, p.obj["states"]) for p in traces]
+        tlcdata.install_blobs(workdir, blobs, reader)
         return workdir / f"{TRACE_MODULE}.tla"
     body = ",\n".join(render(p.trace) for p in traces)
     (workdir / f"{DATA_MODULE}.tla").write_text(
@@ -440,7 +513,7 @@ def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> li
     groups: dict[int, list[tuple[int, Prepared]]] = {}
     for index, (trace_id, text) in enumerate(items):
         try:
-            p = prepare(trace_id, text)
+            p = prepare(trace_id, text, fast=settings.reader is not None)
         except KreplicaError as err:
             results[index] = TraceResult(trace_id, ERROR, reason=str(err))
             continue

@@ -50,31 +50,36 @@ Agrees(t, ev, name, now, before) ==
     IF name \in DOMAIN ev.v THEN now = ev.v[name]
     ELSE name \in Unobserved(t, ev) \/ now = before
 
-\* Every recorded variable of the next state agrees with event ev.
+\* Every recorded variable of the next state agrees with event ev (Agrees,
+\* with the event's recorded and unobserved names computed once).
 MatchesNext(t, ev) ==
-    /\ Agrees(t, ev, "log", log', log)
-    /\ Agrees(t, ev, "hw", hw', hw)
-    /\ Agrees(t, ev, "epochCache", epochCache', epochCache)
-    /\ Agrees(t, ev, "recoveryPoint", recoveryPoint', recoveryPoint)
-    /\ Agrees(t, ev, "leaderEpoch", leaderEpoch', leaderEpoch)
-    /\ Agrees(t, ev, "leader", leader', leader)
-    /\ Agrees(t, ev, "fetchState", fetchState', fetchState)
-    /\ Agrees(t, ev, "isr", isr', isr)
-    /\ Agrees(t, ev, "remoteLeo", remoteLeo', remoteLeo)
-    /\ Agrees(t, ev, "alive", alive', alive)
-    /\ Agrees(t, ev, "incarnation", incarnation', incarnation)
-    /\ Agrees(t, ev, "ctrlLive", ctrlLive', ctrlLive)
-    /\ Agrees(t, ev, "ctrlLeader", ctrlLeader', ctrlLeader)
-    /\ Agrees(t, ev, "ctrlEpoch", ctrlEpoch', ctrlEpoch)
-    /\ Agrees(t, ev, "ctrlIsr", ctrlIsr', ctrlIsr)
-    /\ Agrees(t, ev, "msgs", msgs', msgs)
-    /\ Agrees(t, ev, "nextRecord", nextRecord', nextRecord)
-    /\ Agrees(t, ev, "pending", pending', pending)
-    /\ Agrees(t, ev, "acked", acked', acked)
-    /\ Agrees(t, ev, "committed", committed', committed)
-    /\ Agrees(t, ev, "crashes", crashes', crashes)
-    /\ Agrees(t, ev, "uncleanShutdowns", uncleanShutdowns', uncleanShutdowns)
-    /\ Agrees(t, ev, "removed", removed', removed)
+    LET recorded == DOMAIN ev.v
+        unobserved == Unobserved(t, ev)
+        Ag(name, now, before) ==
+            IF name \in recorded THEN now = ev.v[name] ELSE name \in unobserved \/ now = before
+    IN  /\ Ag("log", log', log)
+        /\ Ag("hw", hw', hw)
+        /\ Ag("epochCache", epochCache', epochCache)
+        /\ Ag("recoveryPoint", recoveryPoint', recoveryPoint)
+        /\ Ag("leaderEpoch", leaderEpoch', leaderEpoch)
+        /\ Ag("leader", leader', leader)
+        /\ Ag("fetchState", fetchState', fetchState)
+        /\ Ag("isr", isr', isr)
+        /\ Ag("remoteLeo", remoteLeo', remoteLeo)
+        /\ Ag("alive", alive', alive)
+        /\ Ag("incarnation", incarnation', incarnation)
+        /\ Ag("ctrlLive", ctrlLive', ctrlLive)
+        /\ Ag("ctrlLeader", ctrlLeader', ctrlLeader)
+        /\ Ag("ctrlEpoch", ctrlEpoch', ctrlEpoch)
+        /\ Ag("ctrlIsr", ctrlIsr', ctrlIsr)
+        /\ Ag("msgs", msgs', msgs)
+        /\ Ag("nextRecord", nextRecord', nextRecord)
+        /\ Ag("pending", pending', pending)
+        /\ Ag("acked", acked', acked)
+        /\ Ag("committed", committed', committed)
+        /\ Ag("crashes", crashes', crashes)
+        /\ Ag("uncleanShutdowns", uncleanShutdowns', uncleanShutdowns)
+        /\ Ag("removed", removed', removed)
 
 \* Every recorded variable of the current state agrees with the first event.
 MatchesInit(t, ev) ==
@@ -150,14 +155,22 @@ MessageAction(name, m) ==
       [] name = "BecomeLeaderOrFollower" -> BecomeLeaderOrFollower(m)
       [] name = "LoseMessage" -> LoseMessage(m)
 
+\* The messages a logged message action can be about: every message action logs
+\* its receiver as `replica` (LoseMessage: `from` and `to`).
+Candidates(ev) ==
+    IF ev.e = "LoseMessage" THEN {m \in msgs : m.src = ev.a.from /\ m.dst = ev.a.to}
+    ELSE {m \in msgs : m.dst = ev.a.replica}
+
 \* The logged action with the logged arguments: the spec records both in
 \* `action`, so every choice of the spec's parameters that does not give those
-\* arguments is ruled out.
+\* arguments is ruled out (the candidates are narrowed by them first, for speed).
 LoggedAction(ev) ==
     /\ CASE ev.e \in ReplicaActions -> ReplicaAction(ev.e, ev.a.replica)
          [] ev.e = "LeaderShrinkIsr" -> LeaderShrinkIsr(ev.a.replica, ev.a.followers)
-         [] ev.e = "ExpireDelayedProduce" -> \E p \in pending : ExpireDelayedProduce(p)
-         [] OTHER -> \E m \in msgs : MessageAction(ev.e, m)
+         [] ev.e = "ExpireDelayedProduce" ->
+                \E p \in {p \in pending : p.replica = ev.a.replica /\ p.record = ev.a.record} :
+                    ExpireDelayedProduce(p)
+         [] OTHER -> \E m \in Candidates(ev) : MessageAction(ev.e, m)
     /\ action'.name = ev.e
     /\ action'.args = ev.a
 

@@ -23,6 +23,8 @@
  *   'S' n, n values              a set
  *   'R' n, n x (index, value)    a record: field name (index of the table) and value
  *   'F' n, n x (value, value)    a function: key and value
+ *   'N' n, n x (len, bytes), value   a value with a string table of its own (in place of the
+ *                                one above while it is read): traces encoded one by one
  * The file ends right after TraceLog.
  */
 
@@ -105,17 +107,7 @@ public final class TraceData {
                 throw new IllegalArgumentException("not a kreplica trace data file (version 1)");
             }
         }
-        int n = in.count();
-        in.strings = new StringValue[n];
-        in.names = new UniqueString[n];
-        for (int i = 0; i < n; i++) {
-            int len = in.count();
-            in.need(len);
-            String s = new String(data, in.pos, len, StandardCharsets.UTF_8);
-            in.pos += len;
-            in.names[i] = UniqueString.uniqueStringOf(s);
-            in.strings[i] = new StringValue(in.names[i]);
-        }
+        in.table();
         Value value = in.value(0);
         if (in.pos != data.length) {
             throw new IllegalArgumentException((data.length - in.pos) + " bytes after the value");
@@ -133,6 +125,21 @@ public final class TraceData {
 
         Reader(byte[] data) {
             this.data = data;
+        }
+
+        /** Read a string table: n, then n strings (length and UTF-8 bytes). */
+        void table() {
+            int n = count();
+            strings = new StringValue[n];
+            names = new UniqueString[n];
+            for (int i = 0; i < n; i++) {
+                int len = count();
+                need(len);
+                String s = new String(data, pos, len, StandardCharsets.UTF_8);
+                pos += len;
+                names[i] = UniqueString.uniqueStringOf(s);
+                strings[i] = new StringValue(names[i]);
+            }
         }
 
         void need(int n) {
@@ -230,6 +237,15 @@ public final class TraceData {
                         values[i] = value(depth + 1);
                     }
                     return new FcnRcdValue(keys, values, false);
+                }
+                case 'N': {
+                    StringValue[] outerStrings = strings;
+                    UniqueString[] outerNames = names;
+                    table();
+                    Value inner = value(depth + 1);
+                    strings = outerStrings;
+                    names = outerNames;
+                    return inner;
                 }
                 default:
                     throw new IllegalArgumentException(
