@@ -60,6 +60,9 @@ class History:
     # (src, src incarnation, dst, correlation id) of a request -> what its response echoes
     # (a restarted broker numbers its requests from the start again)
     requests: dict[tuple[int, int, int, int], dict[str, Value]] = field(default_factory=dict)
+    # (follower, its incarnation, leader) -> the correlation id of the follower's latest
+    # fetcher request to that leader: it has given up on the earlier ones (Projector._msgs)
+    latest: dict[tuple[int, int, int], int] = field(default_factory=dict)
     produce_records: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
@@ -70,6 +73,13 @@ def delivered_to_running(cluster: Cluster, envelope: Envelope) -> bool:
     if dst in (CLIENT, CONTROLLER) or not cluster.is_alive(dst):
         return False
     return envelope.dst_incarnation == cluster.brokers[dst].incarnation
+
+
+def is_fetcher_request(payload: Message) -> bool:
+    """A request of a follower's fetcher to its leader (a consumer's FETCH is not one)."""
+    if isinstance(payload, FetchRequest | ListOffsetsRequest):
+        return payload.replica_id >= 0
+    return isinstance(payload, OffsetsForLeaderEpochRequest)
 
 
 class Projector:
@@ -145,7 +155,12 @@ class Projector:
         return frozenset(waiting)
 
     def _msgs(self) -> frozenset[Value]:
-        """Messages in flight that the spec models, as its message records."""
+        """Messages in flight that the spec models, as its message records.
+
+        A follower's fetcher awaits at most one request at a time: once it has sent a newer
+        request to the same leader it has given up on the earlier ones (a request timeout), as
+        the spec's sending actions do. A given-up request is shown with incarnation 0 (its
+        answer will be dropped), and an answer to one is not shown (it is lost)."""
         out: set[Value] = set()
         for envelope in self.cluster.in_flight():
             if self._delivered_to_running(envelope):
@@ -156,11 +171,15 @@ class Projector:
         """True if the envelope goes to a running broker's current incarnation."""
         return delivered_to_running(self.cluster, envelope)
 
+    def shown(self, envelope: Envelope) -> bool:
+        """True if the envelope is in the spec's `msgs`: it goes to a running broker's current
+        incarnation, concerns tp, and is not the answer to a request given up on."""
+        return self._delivered_to_running(envelope) and bool(self._spec_messages(envelope))
+
     def _spec_messages(self, envelope: Envelope) -> list[Record]:
         """The spec's records for the parts of one envelope that concern tp."""
         src, dst, payload = envelope.src, envelope.dst, envelope.payload
         base: dict[str, Value] = {"src": src, "dst": dst}
-        request = {**base, "inc": envelope.src_incarnation}  # requests carry their sender's life
         if isinstance(payload, LeaderAndIsrRequest):
             return [
                 Record({"type": "LeaderAndIsr", **base, "epoch": s.leader_epoch,
@@ -168,16 +187,16 @@ class Projector:
                 for s in payload.partition_states if s.tp == self.tp
             ]  # fmt: skip
         corr = getattr(payload, "correlation_id", -1)
-        seen = self.history.requests.get((src, envelope.src_incarnation, dst, corr))
-        if seen is not None:  # a request, as it was when sent (its epoch may be implicit)
-            return [Record(seen)]
+        if is_fetcher_request(payload):
+            awaited = self.awaited(src, envelope.src_incarnation, dst, corr)
+            inc = envelope.src_incarnation if awaited else 0
+            seen = self.history.requests.get((src, envelope.src_incarnation, dst, corr))
+            if seen is not None:  # the request as it was when sent (its epoch may be implicit)
+                return [Record({**seen, "inc": inc})]
+            return [Record({**r, "inc": inc}) for r in self._request_messages(envelope)]
+        if not self.awaited(dst, envelope.dst_incarnation, src, corr):
+            return []  # the answer to a request its sender has given up on: lost
         echo = self.history.requests.get((dst, envelope.dst_incarnation, src, corr), {})
-        if isinstance(payload, FetchRequest) and payload.replica_id >= 0:
-            return [
-                Record({"type": "FetchRequest", **request, **self._request_epoch(src, p),
-                        "offset": p.fetch_offset})
-                for p in payload.partitions if p.tp == self.tp
-            ]  # fmt: skip
         if isinstance(payload, FetchResponse) and echo.get("type") == "FetchRequest":
             return [
                 Record({"type": "FetchResponse", **base, "epoch": echo["epoch"],
@@ -187,22 +206,6 @@ class Projector:
                         "hw": p.high_watermark})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
-        return self._truncation_messages(payload, base, request, echo)
-
-    def _truncation_messages(
-        self,
-        payload: Message,
-        base: dict[str, Value],
-        request: dict[str, Value],
-        echo: dict[str, Value],
-    ) -> list[Record]:
-        """OffsetsForLeaderEpoch and ListOffsets requests and responses for tp."""
-        if isinstance(payload, OffsetsForLeaderEpochRequest):
-            return [
-                Record({"type": "OffsetsForLeaderEpochRequest", **request,
-                        **self._request_epoch(base["src"], p), "requested": p.leader_epoch})
-                for p in payload.partitions if p.tp == self.tp
-            ]  # fmt: skip
         if isinstance(payload, OffsetsForLeaderEpochResponse) and "requested" in echo:
             return [
                 Record({"type": "OffsetsForLeaderEpochResponse", **base, "epoch": echo["epoch"],
@@ -210,17 +213,41 @@ class Projector:
                         "leaderEpoch": p.leader_epoch, "endOffset": p.end_offset})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
-        if isinstance(payload, ListOffsetsRequest) and payload.replica_id >= 0:
-            return [
-                Record({"type": "ListOffsetsRequest", **request,
-                        **self._request_epoch(base["src"], p)})
-                for p in payload.partitions if p.tp == self.tp
-            ]  # fmt: skip
         if isinstance(payload, ListOffsetsResponse) and echo.get("type") == "ListOffsetsRequest":
             return [
                 Record({"type": "ListOffsetsResponse", **base, "epoch": echo["epoch"],
                         "error": p.error.name,
                         "offset": p.offset if p.error.name == "NONE" else UNDEFINED})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        return []
+
+    def awaited(self, follower: int, incarnation: int, leader: int, corr: int) -> bool:
+        """False if `follower` (in `incarnation`) has sent `leader` a later fetcher request
+        than the one numbered `corr`: it has given up on that one."""
+        latest = self.history.latest.get((follower, incarnation, leader))
+        return latest is None or corr >= latest
+
+    def _request_messages(self, envelope: Envelope) -> list[Record]:
+        """A fetcher request's records for tp, carrying the sender's incarnation."""
+        src, payload = envelope.src, envelope.payload
+        request: dict[str, Value] = {"src": src, "dst": envelope.dst,
+                                     "inc": envelope.src_incarnation}  # fmt: skip
+        if isinstance(payload, FetchRequest):
+            return [
+                Record({"type": "FetchRequest", **request, **self._request_epoch(src, p),
+                        "offset": p.fetch_offset})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        if isinstance(payload, OffsetsForLeaderEpochRequest):
+            return [
+                Record({"type": "OffsetsForLeaderEpochRequest", **request,
+                        **self._request_epoch(src, p), "requested": p.leader_epoch})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        if isinstance(payload, ListOffsetsRequest):
+            return [
+                Record({"type": "ListOffsetsRequest", **request, **self._request_epoch(src, p)})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
         return []
@@ -272,7 +299,8 @@ class Projector:
     # ------------------------------------------------------------------ history
 
     def observe_network(self) -> None:
-        """Remember requests now in flight (their responses echo them) and acked produces."""
+        """Remember the requests now in flight (their responses echo them), each follower's
+        latest request to each leader, and acked produces."""
         h = self.history
         for envelope in self.cluster.in_flight():
             payload = envelope.payload
@@ -285,16 +313,12 @@ class Projector:
             elif isinstance(payload, ProduceResponse) and envelope.dst == CLIENT:
                 if any(p.tp == self.tp and p.error.name == "NONE" for p in payload.partitions):
                     h.acked.update(h.produce_records.get(payload.correlation_id, ()))
-            elif key not in h.requests:
-                for message in self._spec_messages_any(envelope):
-                    h.requests[key] = dict(message)
-
-    def _spec_messages_any(self, envelope: Envelope) -> list[Record]:
-        """The spec records of an envelope's requests, whatever its destination's state."""
-        payload = envelope.payload
-        if isinstance(payload, FetchRequest | OffsetsForLeaderEpochRequest | ListOffsetsRequest):
-            return self._spec_messages(envelope)
-        return []
+            elif is_fetcher_request(payload):
+                link = (envelope.src, envelope.src_incarnation, envelope.dst)
+                h.latest[link] = max(corr, h.latest.get(link, corr))
+                if key not in h.requests:
+                    for message in self._request_messages(envelope):
+                        h.requests[key] = dict(message)
 
     def observe(self, before: State, cause: str | None) -> None:
         """Update the history after a step; `cause` names a log cut ('unclean-shutdown')."""

@@ -20,6 +20,7 @@ from kreplica.conformance.projection import (
     delivered_to_running,
 )
 from kreplica.impl.cluster import Cluster
+from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import (
     FetchRequest,
     FetchResponse,
@@ -31,6 +32,7 @@ from kreplica.impl.messages import (
     ProduceRequest,
     TopicPartition,
 )
+from kreplica.impl.network import Envelope
 from kreplica.impl.steps import (
     Crash,
     Deliver,
@@ -75,8 +77,11 @@ class Event:
     step: str
 
 
-def delivery_action(cluster: Cluster, step: Deliver | Drop) -> tuple[str, Args] | None:
-    """The spec action that delivering (or dropping) the message at `step` performs."""
+def delivery_action(
+    cluster: Cluster, step: Deliver | Drop, projector: Projector | None = None
+) -> tuple[str, Args] | None:
+    """The spec action that delivering (or dropping) the message at `step` performs; with
+    a projector, None for a message that is not in the spec's `msgs`."""
     envelope = cluster.network.queues[(step.src, step.dst)][step.index]
     payload = envelope.payload
     src, dst = step.src, step.dst
@@ -87,6 +92,8 @@ def delivery_action(cluster: Cluster, step: Deliver | Drop) -> tuple[str, Args] 
         return "Produce", {"replica": dst, "record": records[0] if records else -1}
     if not delivered_to_running(cluster, envelope) or isinstance(payload, ProduceRequest):
         return None  # not in the spec's msgs: a message to a dead incarnation, or a client's
+    if projector is not None and not projector.shown(envelope):
+        return None  # not in the spec's msgs: the answer to a request given up on
     if isinstance(step, Drop):
         return "LoseMessage", {"from": src, "to": dst}
     if isinstance(payload, LeaderAndIsrRequest):
@@ -114,6 +121,9 @@ class Recorder:
         self.projector = Projector(cluster, tp)
         self.meta = meta
         self.events: list[Event] = [Event("Init", {}, self.projector.project(), "")]
+        # (follower, its incarnation, leader, correlation id) of each fetcher request -> the
+        # fetcher that sent it
+        self.senders: dict[tuple[int, int, int, int], AbstractFetcherThread] = {}
 
     @property
     def state(self) -> State:
@@ -133,18 +143,52 @@ class Recorder:
             self.projector.note_produce_delivered()
         if isinstance(step, Crash | UncleanShutdown):
             self.projector.note_fault(unclean=isinstance(step, UncleanShutdown))
-        self.cluster.apply(step)
+        sent = self.cluster.apply(step)
+        if isinstance(step, DoWork):
+            self._remember_senders(step, sent)
         cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
         self.projector.observe(before, cause)
         after = self.projector.project()
-        events = self._events(step, named, before, after)
+        events = self._events(step, named, before, after, sent)
         self.events.extend(events)
         return events
+
+    def _fetcher(self, broker: int, source: int) -> AbstractFetcherThread | None:
+        manager = self.cluster.brokers[broker].replica_manager.replica_fetcher_manager
+        return manager.fetcher_for(source)
+
+    def _remember_senders(self, step: DoWork, sent: list[Envelope]) -> None:
+        fetcher = self._fetcher(step.broker, step.source)
+        if fetcher is not None:
+            for e in sent:
+                corr = getattr(e.payload, "correlation_id", -1)
+                self.senders[(e.src, e.src_incarnation, e.dst, corr)] = fetcher
+
+    def _given_up(self, envelope: Envelope) -> bool:
+        """True if the answer in `envelope` is to a request its fetcher has given up on (a
+        request timeout): that fetcher awaits nothing, or another request. (An answer to a
+        fetcher since shut down, because its leader changed, is one the spec sees as stale.)"""
+        fetcher = self._fetcher(envelope.dst, envelope.src)
+        corr = getattr(envelope.payload, "correlation_id", -1)
+        if (
+            fetcher is None
+            or self.senders.get((envelope.dst, envelope.dst_incarnation, envelope.src, corr))
+            is not fetcher
+        ):
+            return False
+        in_flight = fetcher.in_flight
+        return in_flight is None or in_flight.correlation_id != corr
 
     def _name(self, step: Step) -> tuple[str, Args] | None:
         """The action a step performs, decided before it runs (None: decided after)."""
         if isinstance(step, Deliver | Drop):
-            return delivery_action(self.cluster, step)
+            named = delivery_action(self.cluster, step, self.projector)
+            envelope = self.cluster.network.queues[(step.src, step.dst)][step.index]
+            answer = named is not None and named[0] in RESPONSE_HANDLERS.values()
+            if isinstance(step, Deliver) and answer and self._given_up(envelope):
+                # Kafka closed the connection the answer was to travel on: it is lost
+                return "LoseMessage", {"from": step.src, "to": step.dst}
+            return named
         if isinstance(step, Crash | UncleanShutdown | Restart | DetectFailure | Flush):
             return BROKER_STEPS[type(step)], {"replica": step.broker}
         if isinstance(step, Elect):
@@ -152,12 +196,17 @@ class Recorder:
         return None
 
     def _events(
-        self, step: Step, named: tuple[str, Args] | None, before: State, after: State
+        self,
+        step: Step,
+        named: tuple[str, Args] | None,
+        before: State,
+        after: State,
+        sent: list[Envelope],
     ) -> list[Event]:
         """The spec actions of one step, with the states between them."""
         text = repr(step)
         if isinstance(step, DoWork):
-            return self._do_work_events(step, before, after, text)
+            return self._do_work_events(step, before, after, text, sent)
         if isinstance(step, ShrinkIsr):
             out = before["isr"][step.broker - 1] - after["isr"][step.broker - 1]
             if not out:
@@ -173,22 +222,23 @@ class Recorder:
             return []
         return [Event(named[0], named[1], after, text)]
 
-    def _do_work_events(self, step: DoWork, before: State, after: State, text: str) -> list[Event]:
-        """One fetcher iteration: truncate to the HW and fetch, send a fetch, or ask for epochs."""
+    def _do_work_events(
+        self, step: DoWork, before: State, after: State, text: str, sent: list[Envelope]
+    ) -> list[Event]:
+        """One fetcher iteration: truncate to the HW and fetch, send a fetch, or ask for epochs
+        (the request is not in msgs when the leader is down: the network lost it)."""
         b = step.broker
-        sent = {m["type"]: m for m in after["msgs"] - before["msgs"]}
+        kinds = {type(e.payload) for e in sent}
+        args: Args = {"replica": b, "leader": step.source}
         truncated = (
             before["fetchState"][b - 1] == "Truncating" and after["fetchState"][b - 1] == "Fetching"
         )
-        if truncated:  # its fetch is not in msgs when the leader is down: the network lost it
-            args: Args = {"replica": b, "leader": step.source}
+        if truncated:
             return [Event("FollowerTruncateToHighWatermark", args, after, text)]
-        for kind, name in (
-            ("FetchRequest", "FollowerSendFetch"),
-            ("OffsetsForLeaderEpochRequest", "FollowerSendOffsetsForLeaderEpoch"),
-        ):
-            if kind in sent and not truncated:
-                return [Event(name, {"replica": b, "leader": sent[kind]["dst"]}, after, text)]
+        if FetchRequest in kinds:
+            return [Event("FollowerSendFetch", args, after, text)]
+        if OffsetsForLeaderEpochRequest in kinds:
+            return [Event("FollowerSendOffsetsForLeaderEpoch", args, after, text)]
         if after != before:
             return [Event("Unmapped", {"replica": b}, after, text)]
         return []
