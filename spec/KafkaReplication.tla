@@ -38,7 +38,7 @@ CONSTANTS
     \* @type: Set(Str);
     Bugs,                 \* seeded bugs, names from the registry
     \* @type: Bool;
-    LossyNetwork          \* may the network drop messages?
+    LossyNetwork          \* may the network drop messages (and fetchers time out)?
 
 ASSUME Truncation \in {"kip279", "kip101", "hw"}
 ASSUME Election \in {"clean", "unclean"}
@@ -209,6 +209,15 @@ IsrHw(l, lg, rl, is) ==
 NewHw(l, lg, rl, is) ==
     LET c == IsrHw(l, lg, rl, is) IN IF c > hw[l] THEN c ELSE hw[l]
 
+\* Followers outside the ISR that leader l may also wait for (R13): Kafka 2.6
+\* counts a follower that caught up within replica.lag.time.max.ms, in the ISR
+\* or not, so that the HW does not outrun a follower that is catching up.  Time
+\* is abstracted: any follower l has heard from in its term may be one.
+CatchingUp(l, rl, is) == {f \in Replicas \ (is \cup {l}) : rl[l][f] >= 0}
+
+\* The HWs leader l may move to: its ISR's, held back by followers catching up.
+NewHws(l, lg, rl, is) == {NewHw(l, lg, rl, is \cup c) : c \in SUBSET CatchingUp(l, rl, is)}
+
 \* What consumers may read below leader l's HW once it is newHw.
 Exposed(l, lg, newHw) == {<<o, lg[l][o + 1].record>> : o \in 0..(newHw - 1)}
 
@@ -238,11 +247,17 @@ Truncate(r, to, cause) ==
          /\ removed' = removed \cup {[replica |-> r, record |-> log[r][i].record,
                                       cause |-> cause] : i \in (to + 1)..LEO(r)}
 
-\* A follower's fetcher has a request or a response on the way with its leader.
-Outstanding(f) ==
-    \E m \in msgs : \/ /\ m.src = f /\ m.dst = leader[f]
-                       /\ "inc" \in DOMAIN m => m.inc = incarnation[f]  \* a request of this life
-                    \/ m.dst = f /\ m.src = leader[f]
+\* The answers to a fetcher's requests (requests carry `inc`, answers do not).
+Responses == {"FetchResponse", "OffsetsForLeaderEpochResponse", "ListOffsetsResponse"}
+
+\* What follower f's fetcher awaits from its leader: its requests of this life on
+\* the way there, and the answers on the way back.
+Awaited(f) ==
+    {m \in msgs : \/ /\ "inc" \in DOMAIN m /\ m.src = f /\ m.dst = leader[f]
+                     /\ m.inc = incarnation[f]
+                  \/ m.type \in Responses /\ m.dst = f /\ m.src = leader[f]}
+
+Outstanding(f) == Awaited(f) # {}
 
 FollowsLeader(f) == f \in alive /\ leader[f] \notin {NoLeader, f}
 
@@ -266,6 +281,20 @@ Reply(m, response) ==
             (IF "inc" \notin DOMAIN m \/ (m.src \in alive /\ m.inc = incarnation[m.src])
              THEN Deliverable(response) ELSE {})
 Consume(m) == msgs' = msgs \ {m}
+
+\* NetworkClient's request timeout (replica.socket.timeout.ms), seen by
+\* AbstractFetcherThread as a failed request: the fetcher gives up on what it
+\* awaits and closes the connection.  A request may still reach the leader, but
+\* its answer is dropped (incarnation 0 is no life of f); answers on their way
+\* are lost.  Only an unreliable network (LossyNetwork) makes a fetcher time out.
+GiveUp(f) ==
+    (msgs \ Awaited(f)) \cup {[m EXCEPT !.inc = 0] : m \in {a \in Awaited(f) : "inc" \in DOMAIN a}}
+
+\* Follower f's fetcher sends `request` to its leader: it awaits nothing more,
+\* or it has given up waiting.
+FetcherSend(f, request) ==
+    /\ ~Outstanding(f) \/ LossyNetwork
+    /\ msgs' = GiveUp(f) \cup Deliverable(request)
 
 -----------------------------------------------------------------------------
 (* The initial state: the controller has made replica Min(Replicas) leader in *)
@@ -320,10 +349,10 @@ Produce(l) ==
        ELSE LET off == LEO(l)
                 lg == [log EXCEPT ![l] = Append(@, [epoch |-> leaderEpoch[l],
                                                     record |-> nextRecord])]
-                newHw == NewHw(l, lg, remoteLeo, isr[l])
                 p == [record |-> nextRecord, replica |-> l, offset |-> off]
                 waits == Acks = "-1" /\ "early-ack" \notin Bugs
-            IN  /\ log' = lg
+            IN  \E newHw \in NewHws(l, lg, remoteLeo, isr[l]) :
+                /\ log' = lg
                 /\ epochCache' = [epochCache EXCEPT ![l] = Assign(@, leaderEpoch[l], off)]
                 /\ hw' = [hw EXCEPT ![l] = newHw]
                 /\ committed' = committed \cup Exposed(l, lg, newHw)
@@ -348,13 +377,13 @@ ExpireDelayedProduce(p) ==
 (* Replication: the fetch path *)
 
 \* AbstractFetcherThread.maybeFetch / ReplicaFetcherThread.buildFetch (R8):
-\* follower f asks its leader for records from its LEO, in its leader epoch.
+\* follower f asks its leader for records from its LEO, in its leader epoch
+\* (having given up on any request still unanswered: FetcherSend).
 FollowerSendFetch(f) ==
     /\ FollowsLeader(f)
     /\ fetchState[f] = "Fetching"
-    /\ ~Outstanding(f)
-    /\ msgs' = msgs \cup Deliverable([type |-> "FetchRequest", src |-> f, dst |-> leader[f],
-                           inc |-> incarnation[f], epoch |-> leaderEpoch[f], offset |-> LEO(f)])
+    /\ FetcherSend(f, [type |-> "FetchRequest", src |-> f, dst |-> leader[f],
+                       inc |-> incarnation[f], epoch |-> leaderEpoch[f], offset |-> LEO(f)])
     /\ Act("FollowerSendFetch", [replica |-> f, leader |-> leader[f]])
     /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
@@ -379,8 +408,8 @@ LeaderHandleFetch(m) ==
                              /\ m.offset >= Leso(l) \/ "no-leso-guard" \in Bugs
                              /\ leaderEpoch[l] = ctrlEpoch   \* the ISR write succeeds
                    newIsr == IF expand THEN isr[l] \cup {f} ELSE isr[l]
-                   newHw == NewHw(l, log, rl, newIsr)
-               IN  /\ remoteLeo' = rl
+               IN  \E newHw \in NewHws(l, log, rl, newIsr) :
+                   /\ remoteLeo' = rl
                    /\ isr' = [isr EXCEPT ![l] = newIsr]
                    /\ ctrlIsr' = IF expand THEN newIsr ELSE ctrlIsr
                    /\ AdvanceHw(l, log, newHw, newIsr)
@@ -463,18 +492,17 @@ FollowerHandleListOffsetsResponse(m) ==
 
 \* AbstractFetcherThread.doWork with truncateToHighWatermark (R7, R6a): the
 \* pre-KIP-101 protocol, and any follower whose epoch cache is empty, truncate
-\* to the HW; the same iteration of the fetcher thread (not busy with an earlier
-\* request) then sends its first fetch.
+\* to the HW; the same iteration of the fetcher thread (awaiting no earlier
+\* request, or having given up on it) then sends its first fetch.
 FollowerTruncateToHighWatermark(f) ==
     /\ FollowsLeader(f)
     /\ fetchState[f] = "Truncating"
-    /\ ~Outstanding(f)
     /\ Truncation = "hw" \/ epochCache[f] = <<>>
     /\ Truncate(f, hw[f], "truncation")
     /\ fetchState' = [fetchState EXCEPT ![f] = "Fetching"]
-    /\ msgs' = msgs \cup Deliverable([type |-> "FetchRequest", src |-> f, dst |-> leader[f],
-                           inc |-> incarnation[f], epoch |-> leaderEpoch[f],
-                           offset |-> Min2(hw[f], LEO(f))])
+    /\ FetcherSend(f, [type |-> "FetchRequest", src |-> f, dst |-> leader[f],
+                       inc |-> incarnation[f], epoch |-> leaderEpoch[f],
+                       offset |-> Min2(hw[f], LEO(f))])
     /\ Act("FollowerTruncateToHighWatermark", [replica |-> f, leader |-> leader[f]])
     /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                    ctrlIsr, historyVars>>
@@ -485,10 +513,9 @@ FollowerSendOffsetsForLeaderEpoch(f) ==
     /\ FollowsLeader(f)
     /\ fetchState[f] = "Truncating"
     /\ Truncation # "hw" /\ epochCache[f] # <<>>
-    /\ ~Outstanding(f)
-    /\ msgs' = msgs \cup Deliverable([type |-> "OffsetsForLeaderEpochRequest", src |-> f,
-                           dst |-> leader[f], inc |-> incarnation[f], epoch |-> leaderEpoch[f],
-                           requested |-> LatestEpoch(f)])
+    /\ FetcherSend(f, [type |-> "OffsetsForLeaderEpochRequest", src |-> f, dst |-> leader[f],
+                       inc |-> incarnation[f], epoch |-> leaderEpoch[f],
+                       requested |-> LatestEpoch(f)])
     /\ Act("FollowerSendOffsetsForLeaderEpoch", [replica |-> f, leader |-> leader[f]])
     /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
@@ -597,8 +624,8 @@ LeaderShrinkIsr(l, out) ==
     /\ \A f \in out : remoteLeo[l][f] # LEO(l)
     /\ ctrlLeader = l /\ ctrlEpoch = leaderEpoch[l] /\ l \in ctrlLive
     /\ LET newIsr == isr[l] \ out
-           newHw == NewHw(l, log, remoteLeo, newIsr)
-       IN  /\ isr' = [isr EXCEPT ![l] = newIsr]
+       IN  \E newHw \in NewHws(l, log, remoteLeo, newIsr) :
+           /\ isr' = [isr EXCEPT ![l] = newIsr]
            /\ ctrlIsr' = newIsr
            /\ AdvanceHw(l, log, newHw, newIsr)
     /\ Act("LeaderShrinkIsr", [replica |-> l, followers |-> out])
@@ -697,7 +724,11 @@ UncleanShutdown(r) ==
     /\ UNCHANGED <<incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked,
                    committed, crashes>>
 
-\* The broker comes back and registers (KafkaController.onBrokerStartup).  A
+\* The broker comes back and registers (KafkaController.onBrokerStartup).  It
+\* loads its log first (the Log constructor): the epoch cache keeps no epoch that
+\* starts at or past the LEO (truncateFromEnd), so a leader's epoch without
+\* records is forgotten, and the HW checkpoint is capped at the LEO
+\* (Log.updateHighWatermark; only a seeded bug lets it pass the LEO).  A
 \* controller that still saw its old session treats the restart as a bounce:
 \* onBrokerFailure first.  It then sends the broker the partition's state, or,
 \* if the partition is offline, runs the offline election, which the broker
@@ -723,8 +754,11 @@ Restart(r) ==
                  \cup (IF f.leader # NoLeader THEN {LeaderAndIsr(r, bounced, f.leader, f.isr)}
                        ELSE {})
                  \cup (IF elect THEN Propagate(live, alive \cup {r}, epoch, e.leader, e.isr) ELSE {})
+    /\ epochCache' = [epochCache EXCEPT ![r] = TruncateFromEnd(@, LEO(r))]
+    /\ hw' = [hw EXCEPT ![r] = Min2(@, LEO(r))]
     /\ Act("Restart", [replica |-> r])
-    /\ UNCHANGED <<replicaVars, historyVars, removed>>
+    /\ UNCHANGED <<log, recoveryPoint, leaderEpoch, leader, fetchState, isr, remoteLeo,
+                   historyVars, removed>>
 
 \* Log.flush: the replica's log is durable up to its LEO.
 Flush(r) ==
