@@ -490,20 +490,35 @@ def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[T
 
 
 RETRIES = 1
-"""A batch whose TLC crashed (not timed out) is run once more before its traces get errors."""
+"""A single trace whose TLC crashed (not timed out) is run once more before it gets an error."""
 
 
-def _check_group(batch: Sequence[Prepared], settings: CheckSettings) -> list[TraceResult]:
-    """check_prepared, retried after a crash; any failure becomes error rows, never raises."""
-    results: list[TraceResult] = []
-    for _ in range(RETRIES + 1):
-        try:
-            results = check_prepared(batch, settings)
-        except Exception as err:  # no traceback reaches the user: the batch's rows say why
-            reason = f"internal error: {type(err).__name__}: {err}"
-            return [TraceResult(p.trace_id, ERROR, p.events, reason=reason) for p in batch]
-        if not any(r.verdict == ERROR and "crash" in r.reason.lower() for r in results):
-            break
+def _batch_failed(results: Sequence[TraceResult]) -> bool:
+    """TLC itself failed on the batch (every row is that error), rather than a trace."""
+    return bool(results) and all(
+        r.verdict == ERROR and r.reason.startswith(("TLC ", "diagnosis: TLC ")) for r in results
+    )
+
+
+def _check_group(
+    batch: Sequence[Prepared], settings: CheckSettings, retries: int = RETRIES
+) -> list[TraceResult]:
+    """check_prepared, never raising. When TLC fails on a batch (a crash, an evaluation error
+    that one odd trace causes), the batch is split in halves, down to single traces, so one
+    trace cannot cost the others their verdicts; a single trace whose TLC crashed is retried.
+    Timeouts are final: splitting would only spend the time again."""
+    try:
+        results = check_prepared(batch, settings)
+    except Exception as err:  # no traceback reaches the user: the batch's rows say why
+        reason = f"internal error: {type(err).__name__}: {err}"
+        return [TraceResult(p.trace_id, ERROR, p.events, reason=reason) for p in batch]
+    if not _batch_failed(results) or "timeout" in results[0].reason:
+        return results
+    if len(batch) > 1:
+        half = len(batch) // 2
+        return _check_group(batch[:half], settings) + _check_group(batch[half:], settings)
+    if retries > 0 and "crash" in results[0].reason:
+        return _check_group(batch, settings, retries - 1)
     return results
 
 
