@@ -172,13 +172,15 @@ EndOffsetFor(cache, requested, leo) ==
         ELSE IF atMost = {} THEN <<requested, cache[1].startOffset>>
         ELSE <<cache[Max(atMost)].epoch, cache[Min(higher)].startOffset>>
 
-\* The KIP-101 answer: the start of the first epoch above `requested`, no epoch.
+\* The KIP-101 answer (Kafka 1.x LeaderEpochFileCache.endOffsetFor): the start
+\* of the first epoch above `requested`, no epoch; none for an epoch older than
+\* every cached one.
 EndOffsetForKip101(cache, requested, leo) ==
     LET n == Len(cache)
         higher == {i \in 1..n : cache[i].epoch > requested}
     IN  IF requested = Undefined \/ n = 0 THEN <<Undefined, Undefined>>
         ELSE IF requested = cache[n].epoch THEN <<Undefined, leo>>
-        ELSE IF higher = {} THEN <<Undefined, Undefined>>
+        ELSE IF higher = {} \/ requested < cache[1].epoch THEN <<Undefined, Undefined>>
         ELSE <<Undefined, cache[Min(higher)].startOffset>>
 
 \* ReplicaManager.getPartitionOrException (a replica that has not heard of the
