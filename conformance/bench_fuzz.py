@@ -1,41 +1,34 @@
 """Benchmark of the fuzzer: throughput, and time to detect each seeded bug and unsafe variant.
 
 Throughput: state-machine steps (rule applications) per second of a campaign on the correct
-protocol with every fault on, every step recorded as a trace and checked; per CPU second of
-this process (one core) and per wall second. Detection: for each seeded bug and unsafe
-variant, campaigns with seeds 0..k-1; the seconds until the first failing run, the runs it
-took, and the shrunk run (impl steps, spec actions). The medians are over the seeds.
+protocol with every fault on, every step recorded as an ITF trace and checked; per CPU
+second of this process (one core) and per wall second.
 
-    .venv/bin/python -m kreplica.conformance.bench_fuzz [--examples N] [--seeds K] [--only L]
+Detection: for each target (`fuzz_targets.TARGETS`, each with its own set-up), campaigns with
+seeds 0..k-1, each searching for at most `--time-limit` seconds: the seconds until the first
+failing run, the runs it took, and the failing run once minimised (`schedule.minimize`; no
+Hypothesis shrinking): its spec actions and impl steps. Medians are over the seeds; a seed
+that found nothing counts as slower than the limit.
+
+    .venv/bin/python -m kreplica.conformance.bench_fuzz [--seeds 5] [--only WORD] [--markdown]
 """
 
 from __future__ import annotations
 
-import argparse
+import math
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import click
 from kreplica.conformance.fuzz import FuzzResult, FuzzSetup, run_fuzz
-from kreplica.impl.variants import BUGS, parse_variant
+from kreplica.conformance.fuzz_targets import TARGETS, Target
+from rich.console import Console
+from rich.table import Table
 
-UNSAFE_VARIANTS = (
-    "truncation=hw",
-    "truncation=kip101",
-    "election=unclean",
-    "acks=1",
-    "fencing=off",
-)
-"""The variant values that lose data or break an invariant (the spec's counterexamples)."""
-
-
-def targets() -> dict[str, FuzzSetup]:
-    """Every seeded bug and unsafe variant, by its label, with the fuzzer's default set-up."""
-    setups = [FuzzSetup(variant=parse_variant([], [bug])) for bug in BUGS]
-    setups += [FuzzSetup(variant=parse_variant([word])) for word in UNSAFE_VARIANTS]
-    return {s.variant.label(): s for s in setups}
+MAX_SPEC_ACTIONS = 15
+"""The issue's bound on a shrunk failing run."""
 
 
 @dataclass(frozen=True)
@@ -65,32 +58,83 @@ def throughput(examples: int, max_steps: int = 100) -> Throughput:
     result = run_fuzz(FuzzSetup(), examples, max_steps, seed_value=0)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     if result.failure is not None:
-        raise SystemExit(f"the correct protocol failed: {result.failure.reason}")
+        raise click.ClickException(f"the correct protocol failed: {result.failure.reason}")
     s = result.stats
     return Throughput(s.runs, s.steps, s.impl_steps, cpu, wall)
 
 
-def _median(values: Sequence[float]) -> str:
-    """The median, or '-' when there are no values."""
-    return f"{statistics.median(values):.1f}" if values else "-"
+@dataclass(frozen=True)
+class Detection:
+    """One target's campaigns, one per seed."""
+
+    target: Target
+    results: tuple[FuzzResult, ...]
+    time_limit: float
+
+    @property
+    def found(self) -> list[FuzzResult]:
+        """The campaigns that found a failure."""
+        return [r for r in self.results if r.failure is not None]
+
+    def seconds(self) -> list[float]:
+        """Seconds to the first failing run per seed (inf: not found in the time limit)."""
+        return [(r.stats.detected or 0.0) if r.failure else math.inf for r in self.results]
+
+    def median_seconds(self) -> float:
+        """The median time to detection (inf when most seeds found nothing)."""
+        return statistics.median(self.seconds())
+
+    def spec_actions(self) -> list[int]:
+        """Spec actions of each minimised failing run."""
+        return [r.failure.spec_actions for r in self.found if r.failure]
+
+    def cells(self) -> list[str]:
+        """The table row."""
+        found = self.found
+        runs = [float(r.stats.runs_to_failure) for r in found]
+        actions = self.spec_actions()
+        impl = [float(len(r.failure.steps)) for r in found if r.failure]
+        invariants = sorted({r.failure.invariant for r in found if r.failure})
+        median = self.median_seconds()
+        return [
+            self.target.word,
+            " ".join(self.target.options()[1:]) or "(defaults)",
+            f"{len(found)}/{len(self.results)}",
+            f"{median:.1f}" if math.isfinite(median) else f"> {self.time_limit:g}",
+            _median(runs, "{:.0f}"),
+            f"{_median([float(a) for a in actions], '{:.0f}')} (max {max(actions)})"
+            if actions
+            else "-",
+            _median(impl, "{:.0f}"),
+            ", ".join(invariants) or "-",
+        ]
 
 
-def detection_row(label: str, setup: FuzzSetup, seeds: int, examples: int) -> str:
-    """One markdown row: how often, how fast and how small the fuzzer finds `label`."""
-    results: list[FuzzResult] = []
+COLUMNS = (
+    "target",
+    "set-up (kreplica fuzz options)",
+    "found",
+    "median s to detection",
+    "median runs",
+    "spec actions (median)",
+    "impl steps (median)",
+    "invariant broken",
+)
+
+
+def _median(values: Sequence[float], form: str) -> str:
+    """The median, formatted, or '-' when there are no values."""
+    return form.format(statistics.median(values)) if values else "-"
+
+
+def detect(target: Target, seeds: int, time_limit: float, console: Console) -> Detection:
+    """Run one campaign per seed for the target; report each on the console."""
+    results = []
     for seed_value in range(seeds):
-        results.append(run_fuzz(setup, examples, 100, seed_value))
-        print(f"  {label} seed {seed_value}: {_one(results[-1])}", file=sys.stderr, flush=True)
-    found = [r for r in results if r.failure is not None]
-    detect = [r.stats.detected or 0.0 for r in found]
-    runs = [float(r.stats.runs_to_failure) for r in found]
-    shrink = [r.seconds - (r.stats.detected or 0.0) for r in found]
-    actions = [float(r.failure.spec_actions) for r in found if r.failure]
-    impl = [float(len(r.failure.steps)) for r in found if r.failure]
-    invariants = sorted({r.failure.invariant for r in found if r.failure})
-    cells = [label, f"{len(found)}/{seeds}", _median(detect), _median(runs), _median(shrink)]
-    cells += [_median(actions), _median(impl), ", ".join(invariants) or "-"]
-    return "| " + " | ".join(cells) + " |"
+        result = run_fuzz(target.setup, 10**9, 100, seed_value, shrink=False, time_limit=time_limit)
+        results.append(result)
+        console.print(f"  {target.word} seed {seed_value}: {_one(result)}")
+    return Detection(target, tuple(results), time_limit)
 
 
 def _one(result: FuzzResult) -> str:
@@ -98,38 +142,77 @@ def _one(result: FuzzResult) -> str:
     f = result.failure
     if f is None:
         return f"not found in {result.stats.runs} runs ({result.seconds:.0f} s)"
+    s = result.stats
     return (
-        f"{f.invariant} after {result.stats.detected or 0:.1f} s (run "
-        f"{result.stats.runs_to_failure}), {f.spec_actions} actions / {len(f.steps)} steps, "
-        f"{result.seconds:.1f} s in all"
+        f"{f.invariant} after {s.detected or 0:.1f} s (run {s.runs_to_failure}); "
+        f"minimised to {f.spec_actions} spec actions, {len(f.steps)} impl steps"
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the throughput and the detection table (markdown) on stdout."""
-    parser = argparse.ArgumentParser(prog="python -m kreplica.conformance.bench_fuzz")
-    parser.add_argument("--throughput-examples", type=int, default=500)
-    parser.add_argument("--examples", type=int, default=5_000, help="most runs per campaign")
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--only", action="append", help="a target label (repeatable)")
-    args = parser.parse_args(argv)
-    if args.throughput_examples > 0:
-        t = throughput(args.throughput_examples)
-        print(
+def detection_table(rows: Sequence[Detection]) -> Table:
+    """The rich table of every target's detection."""
+    table = Table(title="time to detection (one campaign per seed, no Hypothesis shrinking)")
+    for name in COLUMNS:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row.cells())
+    return table
+
+
+def markdown(rows: Sequence[Detection]) -> str:
+    """The same table in markdown (for docs/fuzzing.md)."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        cells = row.cells()
+        cells[1] = f"`{cells[1]}`" if cells[1] != "(defaults)" else cells[1]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--throughput-examples",
+    type=click.IntRange(min=0),
+    default=500,
+    show_default=True,
+    help="Runs of the throughput campaign (0: skip it).",
+)
+@click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=120.0,
+    show_default=True,
+    help="Seconds each detection campaign may search.",
+)
+@click.option("--only", multiple=True, metavar="WORD", help="Only this target (repeatable).")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
+def main(
+    throughput_examples: int,
+    seeds: int,
+    time_limit: float,
+    only: tuple[str, ...],
+    as_markdown: bool,
+) -> None:
+    """Measure the fuzzer's throughput and its time to detect each seeded bug and variant."""
+    console = Console(highlight=False)
+    unknown = sorted(set(only) - {t.word for t in TARGETS})
+    if unknown:
+        raise click.BadParameter(f"unknown target {unknown[0]!r}", param_hint="--only")
+    if throughput_examples > 0:
+        t = throughput(throughput_examples)
+        console.print(
             f"throughput: {t.rate:,.0f} steps/s per CPU second ({t.wall_rate:,.0f} per wall "
             f"second): {t.steps:,} steps ({t.impl_steps:,} impl steps) in {t.runs:,} runs, "
-            f"{t.cpu_seconds:.1f} s CPU"
+            f"{t.cpu_seconds:.1f} s CPU, {t.wall_seconds:.1f} s wall"
         )
-    print(
-        "\n| target | found | detection s (median) | runs to detection | shrink s "
-        "| spec actions | impl steps | invariant |\n|---|---|---|---|---|---|---|---|",
-        flush=True,
-    )
-    for label, setup in targets().items():
-        if not args.only or label in args.only:
-            print(detection_row(label, setup, args.seeds, args.examples), flush=True)
-    return 0
+    chosen = [t for t in TARGETS if not only or t.word in only]
+    rows = [detect(t, seeds, time_limit, console) for t in chosen]
+    if rows:
+        console.print(detection_table(rows))
+        if as_markdown:
+            console.print(markdown(rows), soft_wrap=True)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

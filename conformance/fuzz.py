@@ -42,6 +42,7 @@ from hypothesis.stateful import (
 )
 from hypothesis.strategies._internal.featureflags import FeatureFlags
 from kreplica.conformance.checking import SpecRecorder, Violation, apply_checked
+from kreplica.conformance.fuzz_corpus import CorpusError, CorpusWriter
 from kreplica.conformance.itf import ItfTrace, write_trace
 from kreplica.conformance.projection import CLIENT, CONTROLLER, State
 from kreplica.conformance.schedule import (
@@ -112,6 +113,10 @@ class FuzzSetup:
     """Lost and duplicated messages, network partitions (reordering is always on)."""
     max_faults: int = 4
     """At most this many faults per run (see COSTLY_KINDS)."""
+    invariants: bool = True
+    """Check the spec's invariants after every step (False: only record the runs)."""
+    only_faults: frozenset[str] = frozenset()
+    """Allow only these faults (names of FAULTS); empty: every fault the flags above allow."""
 
     def schedule(self, steps: Sequence[Step] = ()) -> Schedule:
         """A schedule of `steps` for this set-up (its cluster is the fuzzer's)."""
@@ -127,21 +132,34 @@ class FuzzSetup:
             kinds |= UNCLEAN_KINDS
         if self.network:
             kinds |= NETWORK_KINDS
+        if self.only_faults:
+            kinds -= COSTLY_KINDS - self.only_faults
         return frozenset(kinds)
 
+    @property
+    def fault_kinds(self) -> tuple[str, ...]:
+        """The faults this set-up allows, in the order of FAULTS."""
+        kinds = self.kinds
+        return tuple(kind for kind in FAULTS if kind in kinds)
+
     def describe(self) -> str:
-        """One line: variant, replicas, faults."""
-        on = [("crash", self.faults), ("unclean shutdown", self.unclean), ("network", self.network)]
-        faults = ", ".join(name for name, enabled in on if enabled) or "none"
+        """One line: variant, replicas, faults, and whether invariants are checked."""
+        faults = ", ".join(k.replace("_", " ") for k in self.fault_kinds) or "none"
+        checked = "" if self.invariants else "; invariants not checked"
         return (
             f"variant {self.variant.label()}, {self.replicas} replicas, "
-            f"faults: {faults} (at most {self.max_faults} per run)"
+            f"faults: {faults} (at most {self.max_faults} per run){checked}"
         )
 
     def name(self, seed_value: int) -> str:
-        """A file-name stem for a campaign of this set-up with `seed_value`."""
+        """A file-name stem for a campaign of this set-up with `seed_value`: the variant, the
+        replicas, the faults when they are not the default ones (`f` and a letter per kind,
+        then max_faults; `-noinv` without invariants), the seed."""
         label = re.sub(r"[^A-Za-z0-9.-]+", "_", self.variant.label().replace("=", "-"))
-        return f"{label}-r{self.replicas}-s{seed_value}"
+        faults = "".join(FAULT_CODES[k] for k in self.fault_kinds)
+        tag = f"-f{faults}{self.max_faults}" if (faults, self.max_faults) != DEFAULT_FAULTS else ""
+        tag += "" if self.invariants else "-noinv"
+        return f"{label}-r{self.replicas}{tag}-s{seed_value}"
 
 
 # ---------------------------------------------------------------- the choices of each rule
@@ -286,12 +304,38 @@ def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> 
 
 
 PROGRESS_KINDS = frozenset({"deliver", "reorder", "fetch", "shrink_isr"})
+SCHEDULING_KINDS = frozenset({"deliver", "reorder", "fetch"})
+"""The rules that schedule the nodes' work: they favour high-priority nodes."""
 CRASH_KINDS = frozenset({"crash", "restart", "detect_failure", "elect"})
 UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush"})
 NETWORK_KINDS = frozenset({"drop", "duplicate", "isolate", "heal"})
 FAULTS = ("crash", "unclean_shutdown", "elect", "drop", "duplicate", "isolate")
 COSTLY_KINDS = frozenset(FAULTS)
 """The faults, which spend a run's fault budget (restarts, detection and healing are free)."""
+FAULT_CODES = {
+    "crash": "c",
+    "unclean_shutdown": "u",
+    "elect": "e",
+    "drop": "d",
+    "duplicate": "p",
+    "isolate": "i",
+}
+"""A letter per fault, for file names."""
+DEFAULT_FAULTS = ("cuedpi", 4)
+"""The default set-up's fault letters and max_faults (left out of file names)."""
+
+
+def _nodes_of(step: Step) -> tuple[int, ...]:
+    """The nodes a scheduling step involves: a fetcher's broker, a message's two ends."""
+    if isinstance(step, DoWork):
+        return (step.broker,)
+    assert isinstance(step, Deliver)
+    return (step.src, step.dst)
+
+
+def _trailing_ones(pick: int) -> int:
+    """The number of trailing 1 bits: 0 half the time, 1 a quarter of the time, and so on."""
+    return (pick ^ (pick + 1)).bit_length() - 1
 
 
 # ---------------------------------------------------------------- failures and statistics
@@ -312,6 +356,10 @@ class Failure:
     def spec_actions(self) -> int:
         """The number of spec actions in the trace (Init excluded)."""
         return len(self.trace.states) - 1
+
+
+class TimeLimit(Exception):
+    """Raised when a run starts after the campaign's time limit: it ends the campaign."""
 
 
 class FuzzFailure(AssertionError):
@@ -338,6 +386,14 @@ class RunStats:
     runs_to_failure: int = 0
     """Runs up to and including the first failing one."""
     on_run: Callable[[RunStats], None] | None = None
+    seed: int = 0
+    """The campaign's Hypothesis seed."""
+    corpus_error: CorpusError | None = None
+    """The first failure to write the corpus (later runs are not written)."""
+    time_limit: float | None = None
+    """Seconds the campaign may search for a failure (None: no limit)."""
+    timed_out: bool = False
+    """The time limit ended the campaign."""
 
     @property
     def elapsed(self) -> float:
@@ -345,10 +401,18 @@ class RunStats:
         return time.perf_counter() - self.started
 
     def run_started(self) -> None:
-        """Count a run and report progress."""
+        """Count a run and report progress; TimeLimit once the time limit is over (unless a
+        failing run is being shrunk)."""
+        if self.detected is None and (self.timed_out or self._over_time()):
+            self.timed_out = True
+            raise TimeLimit(f"no failure in {self.time_limit} s")
         self.runs += 1
         if self.on_run is not None:
             self.on_run(self)
+
+    def _over_time(self) -> bool:
+        """The campaign has a time limit, and it is over."""
+        return self.time_limit is not None and self.elapsed > self.time_limit
 
     def run_failed(self) -> None:
         """Count a failing run; remember when the first one happened."""
@@ -364,31 +428,60 @@ class RunStats:
 UNLIMITED = 2**62
 """A budget that never runs out."""
 
+STIRRING_VARS = ("hw", "isr", "ctrlIsr", "leaderEpoch", "ctrlEpoch", "acked")
+"""The spec variables whose change marks a moment when safety hinges on what each replica
+knows: a HW moved, an ISR changed, a leader took office, a producer got an ack. Faults
+strike only just after such a moment (as CrashTuner crashes nodes right after meta-data
+updates): a fault at a random time mostly hits a cluster at rest. A fault's own step opens
+no window (its consequences, such as a leader taking office, do)."""
+
+FAULT_WINDOWS = (1, 2, 4, 8)
+"""Trigger timing: how many steps after a stir a fault may strike."""
+
+FAULT_COUNTS = (1, 2, 1, 2, 3, 0, UNLIMITED)
+"""Faults per run (at most max_faults): the spec's counterexamples need one or two; a few runs
+have none, a few as many as allowed."""
+
+RECORD_BUDGETS = (1, 2, 1, 2, 3, 4, 8, UNLIMITED)
+"""Records per run: the spec's counterexamples need one or two, in a run with little else
+going on; unlimited runs grow longer logs."""
+
 
 @dataclass
 class Budget:
-    """How many more events of a kind (faults, records) a run may have, and how far apart.
-    A quiet cluster (nothing else would happen) need not wait."""
+    """How many more events of a kind (records, faults) a run may have, and when. Gap timing
+    (records): at least `gap` steps apart. Trigger timing (faults): only within `window`
+    steps after the replication state moved (see STIRRING_VARS). A quiet cluster (nothing
+    else would happen) need not wait."""
 
     left: int
     gap: int = 0
     """Steps to wait after each event before the next one..."""
     wait: int = 0
     """...of which this many remain."""
+    window: int | None = None
+    """Trigger timing: events only this many steps after a stir (None: gap timing)."""
+    calm: int = UNLIMITED
+    """Steps since the replication state last moved."""
 
     def ready(self, quiet: bool) -> bool:
-        """An event may happen now: some are left, and the wait is over or nothing else would
-        happen (a quiet cluster)."""
-        return self.left > 0 and (self.wait == 0 or quiet)
+        """An event may happen now: some are left, and the timing allows it or nothing else
+        would happen (a quiet cluster)."""
+        if self.left <= 0:
+            return False
+        if quiet:
+            return True
+        return self.wait == 0 if self.window is None else self.calm < self.window
 
     def spend(self) -> None:
         """One event happened."""
         self.left -= 1
         self.wait = self.gap
 
-    def tick(self) -> None:
-        """One step went by."""
+    def tick(self, stirred: bool = False) -> None:
+        """One step went by (and moved the replication state, if `stirred`)."""
         self.wait = max(0, self.wait - 1)
+        self.calm = 0 if stirred else self.calm + 1
 
 
 def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
@@ -401,6 +494,10 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     setup: ClassVar[FuzzSetup] = FuzzSetup()
     stats: ClassVar[RunStats] = RunStats()
+    corpus: ClassVar[CorpusWriter | None] = None
+    """Where every generated run's trace goes (None: nowhere)."""
+    run_prefix: ClassVar[str] = ""
+    """The campaign's part of each run's trace id."""
     max_gap: ClassVar[int] = 20
     """The longest gap between two faults, or two records: max steps / (max_faults + 1)."""
     produced = Bundle("produced")
@@ -414,11 +511,53 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.faults = Budget(self.setup.max_faults)
         self.records = Budget(UNLIMITED)
         self.kinds = self.setup.kinds
+        self.priority = {node: rank for rank, node in enumerate(self._nodes())}
+        self.change_points = False
+        self._faulting = False
         # Hypothesis's swarm testing switches rules off for a whole run at random. A run
         # without `deliver` or `fetch` cannot make progress, so every rule stays on here
         # (`plan` varies the faults of each run instead).
         self._rules_strategy.enabled_rules_strategy = st.just(FeatureFlags())
         self.stats.run_started()
+        self.run = self.stats.runs
+        self.violation: Violation | None = None
+
+    def teardown(self) -> None:
+        """At the end of a run: append its trace to the corpus, if the campaign keeps one
+        (only runs Hypothesis generates: none once the first failing run is being shrunk)."""
+        failed_first = self.violation is not None and self.run == self.stats.runs_to_failure
+        if self.corpus is None or not (self.stats.detected is None or failed_first):
+            return
+        if self.stats.corpus_error is None:
+            try:
+                self.corpus.append(self.corpus_trace())
+            except CorpusError as err:
+                self.stats.corpus_error = err
+
+    def corpus_trace(self) -> ItfTrace:
+        """The run's trace, with its id, set-up and outcome in #meta."""
+        trace = self.recorder.trace()
+        setup = self.setup
+        meta: dict[str, Any] = {
+            "id": f"{self.run_prefix}-{self.run}",
+            "source": "kreplica fuzz",
+            "variant": setup.variant.label(),
+            "dimensions": variant_to_json(setup.variant)["dimensions"],
+            "bugs": sorted(setup.variant.bugs),
+            "replicas": setup.replicas,
+            "faults": list(setup.fault_kinds),
+            "max_faults": setup.max_faults,
+            "seed": self.stats.seed,
+            "run": self.run,
+            "variables": list(trace.vars),
+            "invariants": setup.invariants,
+            "min_insync_replicas": CONFIG.min_insync_replicas,
+            "fetch_max_records": FETCH_MAX_RECORDS,
+            "impl_steps": len(self.steps),
+        }
+        if self.violation is not None:
+            meta["violation"] = {"invariant": self.violation[0], "reason": self.violation[1]}
+        return replace(trace, meta=meta)
 
     # ------------------------------------------------------------ plumbing
 
@@ -428,15 +567,17 @@ class ReplicationMachine(RuleBasedStateMachine):
         if found is None:
             allowed = kind in self.kinds and (kind not in COSTLY_KINDS or self._may_fault())
             if kind == "flush":  # flushing matters only to unclean shutdowns
-                allowed = "unclean_shutdown" in self.kinds
+                allowed = "unclean_shutdown" in self.kinds and "flush" in self.kinds
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
             self._choices[kind] = found
         return found
 
     def _may_fault(self) -> bool:
-        """The fault budget is not spent, and the cool-down since the last fault is over or
-        the cluster is quiet (nothing else would happen but time passing)."""
-        return self.faults.ready(self.quiet())
+        """The fault budget is not spent, and the replication state moved a moment ago (see
+        STIRRING_VARS) or nothing else could happen (a quiet cluster with no record to
+        produce). So faults strike while replication is going on."""
+        stuck = self.records.left == 0 and self.quiet()
+        return self.faults.ready(quiet=stuck)
 
     def quiet(self) -> bool:
         """No fetcher has work and no message but answers to the controller can arrive."""
@@ -455,26 +596,43 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _apply(self, *steps: Step) -> None:
         """Apply steps through the recorder; stop the run at the first violation."""
+        before = self.recorder.state
         for step in steps:
             self.steps.append(step)
             self.stats.impl_steps += 1
-            found = apply_checked(self.recorder, step)
+            found = apply_checked(self.recorder, step, self.setup.invariants)
             if found is not None:
+                self.violation = found
                 self.stats.run_failed()
                 raise FuzzFailure(found, self.steps)
         self.stats.steps += 1
-        self.faults.tick()
+        after = self.recorder.state
+        stirred = not self._faulting and any(before[v] != after[v] for v in STIRRING_VARS)
+        self.faults.tick(stirred)
         self.records.tick()
         self._choices = {}
 
     def _choose(self, kind: str, pick: int) -> None:
-        """Apply step number `pick` (modulo their number) of the rule `kind`."""
+        """Apply one step of the rule `kind`: scheduling rules favour the run's high-priority
+        nodes (see `plan`); fault rules choose evenly."""
         options = self.choices(kind)
+        if kind in SCHEDULING_KINDS:
+            options = sorted(options, key=self._urgency)
+            pick = _trailing_ones(pick)
         recorded = len(self.recorder.events)
+        self._faulting = kind in COSTLY_KINDS  # a fault is no stir (see STIRRING_VARS)
         self._apply(options[pick % len(options)])
+        self._faulting = False
         refused = kind == "elect" and len(self.recorder.events) == recorded
         if kind in COSTLY_KINDS and not refused:  # an election the controller refused is free
             self.faults.spend()
+            if self.change_points:
+                self._change_priorities()
+
+    def _urgency(self, step: Step) -> tuple[int, int]:
+        """How late a scheduling step comes: by the slower of its nodes, then the faster."""
+        ranks = [self.priority[node] for node in _nodes_of(step)]
+        return max(ranks), min(ranks)
 
     def leaders(self) -> list[int]:
         """Running brokers that believe they lead the partition (a producer's targets)."""
@@ -488,19 +646,73 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------ the plan of a run
 
-    @initialize(faults=PICK, fault_gap=PICK, focus=PICK, record_gap=PICK)
-    def plan(self, faults: int, fault_gap: int, focus: int, record_gap: int) -> None:
-        """Plan the run: how many faults (up to max_faults), whether they are all of one
-        kind, and how many steps at least between two faults and between two records (spreads
-        them over the run). All shrink towards no limit."""
+    def _nodes(self) -> list[int]:
+        """The controller and the brokers."""
+        return [CONTROLLER, *self.cluster.broker_ids]
+
+    @initialize(
+        faults=PICK,
+        timing=PICK,
+        focus=PICK,
+        records=PICK,
+        record_gap=PICK,
+        swarm=PICK,
+        order=st.integers(0, 719),
+    )
+    def plan(
+        self,
+        faults: int,
+        timing: int,
+        focus: int,
+        records: int,
+        record_gap: int,
+        swarm: int,
+        order: int,
+    ) -> None:
+        """Plan the run, like a small spec config: how many faults and records, how soon
+        after a stir a fault strikes, how far apart the records are, whether the faults are
+        all of one kind, whether logs are flushed, and the nodes' priorities. Each choice
+        shrinks towards the simplest run: one fault right after a stir, one record, every
+        kind of fault, flushes, fixed priorities in the natural order."""
+        count = min(self.setup.max_faults, FAULT_COUNTS[faults % len(FAULT_COUNTS)])
+        self.faults = self._fault_budget(count, timing)
+        self.records = Budget(RECORD_BUDGETS[records % len(RECORD_BUDGETS)], self._gap(record_gap))
+        self._focus(focus)
+        self._swarm(swarm)
+        self._prioritise(order)
+
+    def _fault_budget(self, count: int, timing: int) -> Budget:
+        """`count` faults with trigger timing: each within a window of FAULT_WINDOWS steps
+        after a stir."""
+        return Budget(count, window=FAULT_WINDOWS[timing % len(FAULT_WINDOWS)])
+
+    def _focus(self, focus: int) -> None:
+        """Allow every kind of fault (focus 0), or one kind only (like a spec config)."""
         allowed = [kind for kind in FAULTS if kind in self.setup.kinds]
         if allowed and focus % (len(allowed) + 1):
             only = allowed[focus % (len(allowed) + 1) - 1]
             self.kinds = self.setup.kinds - COSTLY_KINDS | {only}
-        most = self.setup.max_faults
-        self.faults = Budget(most - faults % (most + 1), self._gap(fault_gap))
-        self.faults.wait = self.faults.gap
-        self.records = Budget(UNLIMITED, self._gap(record_gap))
+
+    def _swarm(self, swarm: int) -> None:
+        """Swarm testing: logs are never flushed in half the runs (so a power loss loses
+        their tails), and in half the runs every fault is a change point of the nodes'
+        priorities (see `_change_priorities`)."""
+        if swarm % 2:
+            self.kinds = self.kinds - {"flush"}
+        self.change_points = bool(swarm // 2 % 2)
+
+    def _prioritise(self, order: int) -> None:
+        """Rank the nodes by permutation number `order`: messages to a high-priority node, and
+        its fetcher, are scheduled first more often, so a slow node falls behind (as in PCT
+        testing, probabilistic concurrency testing)."""
+        orders = list(itertools.permutations(self._nodes()))
+        self.priority = {node: rank for rank, node in enumerate(orders[order % len(orders)])}
+
+    def _change_priorities(self) -> None:
+        """A PCT change point: the slowest node becomes the fastest (after a fault, the node
+        that fell behind races the others)."""
+        last = max(self.priority.values())
+        self.priority = {n: 0 if r == last else r + 1 for n, r in self.priority.items()}
 
     def _gap(self, pick: int) -> int:
         """A gap of 0, 1, 3, 7, 15 or 31 steps (at most max_gap): back-to-back events as
@@ -649,11 +861,23 @@ class FuzzResult:
 
 
 def machine_for(
-    setup: FuzzSetup, stats: RunStats, seed_value: int, max_steps: int
+    setup: FuzzSetup,
+    stats: RunStats,
+    seed_value: int,
+    max_steps: int,
+    corpus: CorpusWriter | None = None,
 ) -> type[ReplicationMachine]:
-    """A state machine class for one set-up, counting into `stats`, seeded with `seed_value`."""
+    """A state machine class for one set-up, counting into `stats`, seeded with `seed_value`,
+    writing every generated run to `corpus` (if given)."""
     max_gap = max_steps // (setup.max_faults + 1)
-    attrs: dict[str, Any] = {"setup": setup, "stats": stats, "max_gap": max_gap}
+    attrs: dict[str, Any] = {
+        "setup": setup,
+        "stats": stats,
+        "max_gap": max_gap,
+        "corpus": corpus,
+        "run_prefix": f"{setup.name(seed_value)}-n{max_steps}",
+    }
+    stats.seed = seed_value
     machine = type("ReplicationMachine", (ReplicationMachine,), attrs)
     return seed(seed_value)(machine)
 
@@ -680,25 +904,34 @@ def run_fuzz(
     seed_value: int = 0,
     on_run: Callable[[RunStats], None] | None = None,
     shrink: bool = True,
+    corpus: CorpusWriter | None = None,
+    time_limit: float | None = None,
 ) -> FuzzResult:
-    """Run up to `examples` runs of up to `max_steps` steps; shrink the first failing one."""
-    stats = RunStats(on_run=on_run)
+    """Run up to `examples` runs of up to `max_steps` steps, or until `time_limit` seconds
+    have passed without a failure. The first failing run is shrunk by Hypothesis (if
+    `shrink`), then minimised step by step (always). With a corpus, every generated run's
+    trace is appended to it (CorpusError if it cannot be written)."""
+    stats = RunStats(on_run=on_run, time_limit=time_limit)
     failure = None
     if examples > 0:
-        machine = machine_for(setup, stats, seed_value, max_steps)
+        machine = machine_for(setup, stats, seed_value, max_steps, corpus)
         try:
             run_state_machine_as_test(machine, settings=fuzz_settings(examples, max_steps, shrink))
         except FuzzFailure as err:
-            failure = _failure(setup, err, shrink)
+            failure = _failure(setup, err)
+        except Exception:
+            if not stats.timed_out:
+                raise
+    if stats.corpus_error is not None:
+        raise stats.corpus_error
     seconds = time.perf_counter() - stats.started
     return FuzzResult(setup, seed_value, examples, max_steps, stats, seconds, failure)
 
 
-def _failure(setup: FuzzSetup, err: FuzzFailure, shrink: bool) -> Failure:
-    """The failure Hypothesis reported, minimised (when shrinking), with its trace."""
+def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
+    """The failing run Hypothesis reported, minimised, with its trace."""
     schedule = replace(setup.schedule(err.steps), violation=err.violation)
-    if shrink:
-        schedule = minimize(schedule, fuzzer_may_take)
+    schedule = minimize(schedule, fuzzer_may_take)
     result = replay(schedule)
     violation = result.violation or err.violation
     steps = schedule.steps[: result.steps_applied]
@@ -757,7 +990,8 @@ def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
     ]
     f = result.failure
     if f is None:
-        return [*lines, "no invariant failed"]
+        limit = f" (time limit of {s.time_limit:g} s)" if s.timed_out and s.time_limit else ""
+        return [*lines, f"no invariant failed{limit}"]
     lines += [
         f"violation {f.invariant}: {f.reason}",
         f"  found in run {s.runs_to_failure:,} after {s.detected or 0:.1f} s; shrunk to "

@@ -8,8 +8,16 @@ from pathlib import Path
 
 import click
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
-from kreplica.conformance.fuzz import FuzzResult, FuzzSetup, RunStats, run_fuzz, save_failure
+from kreplica.conformance.fuzz import (
+    FAULTS,
+    FuzzResult,
+    FuzzSetup,
+    RunStats,
+    run_fuzz,
+    save_failure,
+)
 from kreplica.conformance.fuzz import summary_lines as fuzz_summary
+from kreplica.conformance.fuzz_corpus import CorpusWriter
 from kreplica.impl.variants import VariantError, parse_variant
 from rich.console import Console
 from rich.progress import (
@@ -26,6 +34,7 @@ Exit codes:
   0  no invariant failed
   1  an invariant failed (or a step raised an exception); the shrunk run is saved
   2  bad input: unknown variant or bug, a bad number, an unwritable --out
+     or --corpus
 """
 
 
@@ -35,14 +44,21 @@ def build_setup(
     replicas: int,
     faults: tuple[bool, bool, bool],
     max_faults: int,
+    invariants: bool = True,
+    only: tuple[str, ...] = (),
 ) -> FuzzSetup:
-    """The campaign's set-up from the options; KreplicaError on an unknown name."""
+    """The campaign's set-up from the options; KreplicaError on an unknown name or on a
+    --fault that the other options switch off."""
     try:
         variant = parse_variant(assignments, bugs)
     except VariantError as err:
         raise KreplicaError(str(err)) from None
     crash, unclean, network = faults
-    setup = FuzzSetup(variant, replicas, crash, unclean, network, max_faults)
+    kinds = frozenset(kind.replace("-", "_") for kind in only)
+    setup = FuzzSetup(variant, replicas, crash, unclean, network, max_faults, invariants, kinds)
+    off = sorted(kinds - set(setup.fault_kinds))
+    if off:
+        raise KreplicaError(f"--fault {off[0].replace('_', '-')} is switched off by another option")
     try:
         setup.schedule().cluster()
     except NotImplementedError as err:
@@ -150,6 +166,42 @@ class FuzzProgress:
     help="Lost and duplicated messages.",
 )
 @click.option(
+    "--fault",
+    "only_faults",
+    multiple=True,
+    type=click.Choice([kind.replace("_", "-") for kind in FAULTS]),
+    help="Allow only this fault (repeatable), like a spec config's bounds; default: every "
+    "fault the options above allow.",
+)
+@click.option(
+    "--shrink/--no-shrink",
+    default=True,
+    show_default=True,
+    help="Let Hypothesis shrink the failing run (tens of seconds); it is always minimised "
+    "step by step afterwards.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Stop generating runs after this long without a failure.",
+)
+@click.option(
+    "--invariants/--no-invariants",
+    default=True,
+    show_default=True,
+    help="Check the spec's invariants after every step (--no-invariants: only record the "
+    "runs, e.g. to check a buggy variant's traces with TLC later).",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append the ITF trace of every run Hypothesis generates to this JSON-lines file, "
+    "one trace per line (runs replayed while shrinking are left out).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out/fuzz"),
@@ -167,16 +219,35 @@ def fuzz(
     faults: bool,
     unclean: bool,
     network_faults: bool,
+    only_faults: tuple[str, ...],
+    shrink: bool,
+    time_limit: float | None,
+    invariants: bool,
+    corpus: Path | None,
     out: Path,
 ) -> int:
     """Fuzz the implementation with Hypothesis; check the spec's invariants after every step."""
-    setup = build_setup(assignments, bugs, replicas, (faults, unclean, network_faults), max_faults)
+    on = (faults, unclean, network_faults)
+    setup = build_setup(assignments, bugs, replicas, on, max_faults, invariants, only_faults)
     display = FuzzProgress(examples, f"fuzz {setup.variant.label()}")
-    with display.shown():
-        result = run_fuzz(setup, examples, steps, seed, on_run=display.update)
+    with _corpus(corpus) as writer, display.shown():
+        result = run_fuzz(setup, examples, steps, seed, display.update, shrink, writer, time_limit)
     paths = _save(result, out)
-    Console(highlight=False, soft_wrap=True).print("\n".join(fuzz_summary(result, paths)))
+    lines = fuzz_summary(result, paths)
+    if writer is not None:
+        lines.append(f"corpus: {writer.written:,} traces appended to {writer.path}")
+    Console(highlight=False, soft_wrap=True).print("\n".join(lines))
     return EXIT_OK if result.failure is None else EXIT_UNEXPECTED
+
+
+@contextmanager
+def _corpus(path: Path | None) -> Iterator[CorpusWriter | None]:
+    """The corpus writer for --corpus (None without it), closed at the end."""
+    if path is None:
+        yield None
+        return
+    with CorpusWriter(path) as writer:
+        yield writer
 
 
 def _save(result: FuzzResult, out: Path) -> tuple[Path, ...]:

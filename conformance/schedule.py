@@ -223,12 +223,27 @@ def replay(
 
 def _still_fails(
     schedule: Schedule, steps: list[Step], invariant: str, allowed: Allowed | None
-) -> int:
-    """How many of `steps` it takes to break `invariant` again (0: it does not break)."""
-    result = replay(replace(schedule, steps=tuple(steps)), allowed=allowed)
-    if result.violation is None or result.violation[0] != invariant:
-        return 0
-    return result.steps_applied
+) -> list[Step] | None:
+    """The steps of `steps` that still break `invariant`, up to the violation (None: it does
+    not break). With `allowed`, a step that is no longer allowed is left out (a message
+    whose request was deleted, a restart of a broker that no longer crashed), so that a step
+    is deleted together with the steps that depend on it."""
+    if allowed is None:
+        result = replay(replace(schedule, steps=tuple(steps)))
+        if result.violation is None or result.violation[0] != invariant:
+            return None
+        return steps[: result.steps_applied]
+    recorder = SpecRecorder(schedule.cluster(), TP, {})
+    kept: list[Step] = []
+    for step in steps:
+        previous = kept[-1] if kept else None
+        if not allowed(recorder.cluster, recorder.state, previous, step):
+            continue
+        kept.append(step)
+        found = apply_checked(recorder, step)
+        if found is not None:
+            return kept if found[0] == invariant else None
+    return None
 
 
 MINIMIZE_CHUNKS = (16, 8, 4, 2, 1)
@@ -239,19 +254,23 @@ def minimize(
     schedule: Schedule, allowed: Allowed | None = None, max_replays: int = 2_000
 ) -> Schedule:
     """Delete steps while the same invariant still breaks and every step stays `allowed`:
-    runs of consecutive steps, largest first (a greedy delta debugging). Each try is a
+    runs of consecutive steps, largest first, with the steps that depend on them (a greedy
+    delta debugging), round after round until a round deletes nothing. Each try is a
     replay; at most `max_replays` of them."""
     if schedule.violation is None:
         return schedule
     invariant, steps, tries = schedule.violation[0], list(schedule.steps), 0
-    for size in MINIMIZE_CHUNKS:
-        i = 0
-        while i < len(steps) and tries < max_replays:
-            tries += 1
-            kept = _still_fails(schedule, steps[:i] + steps[i + size :], invariant, allowed)
-            if kept:
-                steps = (steps[:i] + steps[i + size :])[:kept]
-            else:
-                i += 1
+    progress = True
+    while progress and tries < max_replays:
+        progress = False
+        for size in MINIMIZE_CHUNKS:
+            i = 0
+            while i < len(steps) and tries < max_replays:
+                tries += 1
+                kept = _still_fails(schedule, steps[:i] + steps[i + size :], invariant, allowed)
+                if kept is not None and len(kept) < len(steps):
+                    steps, progress = kept, True
+                else:
+                    i += 1
     final = replay(replace(schedule, steps=tuple(steps)))
     return replace(schedule, steps=tuple(steps), violation=final.violation)
