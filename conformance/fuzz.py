@@ -10,13 +10,20 @@ failing run shrinks. Every step goes through the recorder, so every run is an IT
 the spec's vocabulary, and the invariants are checked after every spec action
 (`checking.checked_violations` says which count).
 
-A run has a fault budget (drawn per run, at most `max_faults`) and a cool-down between
-faults, like the spec's bounds on crashes and epochs: most of a run makes progress, and a
-few faults land at different points of it.
+Each run starts with a plan (`ReplicationMachine.plan`), like a small spec config: a few
+records and faults (at most `max_faults`), maybe of one kind only, maybe no flushes, and a
+priority per node. Three strategies steer a run towards the corners where replication bugs
+live, without knowing any bug:
+- faults strike only just after the replication state moved (a HW, an ISR, a leader, an
+  ack: `STIRRING_VARS`), when what each replica knows is briefly inconsistent;
+- scheduling favours high-priority nodes, so a slow node falls behind (PCT), and in some
+  runs each fault is a change point at which the slowest node becomes the fastest;
+- swarm testing: half the runs never flush, so a power loss loses a log's tail.
 
 `run_fuzz` runs a campaign for one set-up with Hypothesis's search and shrinking; the failing
 run is then minimised step by step (`schedule.minimize`) and comes back as a `Failure`, which
-`save_failure` writes as an ITF trace plus a replayable schedule.
+`save_failure` writes as an ITF trace plus a replayable schedule. With a corpus
+(`fuzz_corpus.CorpusWriter`) every generated run's trace is appended as one JSON line.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from kreplica.conformance.fuzz import (
     run_fuzz,
     save_failure,
 )
+from kreplica.conformance.fuzz_targets import TARGETS, Target
 from kreplica.conformance.invariants import INVARIANTS
 from kreplica.conformance.itf import read_trace
 from kreplica.conformance.schedule import (
@@ -43,7 +44,7 @@ from kreplica.impl.steps import (
     Step,
     Tick,
 )
-from kreplica.impl.variants import Variant, parse_variant
+from kreplica.impl.variants import BUGS, Variant, parse_variant
 
 # ---------------------------------------------------------------- the correct protocol
 
@@ -173,18 +174,35 @@ def test_a_saved_failure_replays_from_its_files(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- every bug is found
 
-FOUND = [
-    # (variant words, bugs, invariants it may break, examples, seed)
-    ([], ["early-ack"], {"AckedRecordsNeverLost"}, 300, 0),
-]
+DURABLE = {"AckedRecordsNeverLost", "CommittedRecordsOnIsr", "ConsistentReads"}
+DETECTED = {
+    # target: (seed, most runs, invariants it may break); seeds that find it fast
+    "early-ack": (2, 100, {"AckedRecordsNeverLost"}),
+    "hw-from-non-isr": (3, 100, {"CommittedRecordsOnIsr"}),
+    "no-leso-guard": (9, 400, {"CommittedRecordsOnIsr"}),
+    "skip-same-leader-truncation": (1, 100, {"FollowersMatchLeader"}),
+    "hw-not-clamped": (3, 100, {"HighWatermarkWithinLog"}),
+    "truncation=hw": (0, 200, DURABLE),
+    "election=unclean": (0, 100, DURABLE),
+    "acks=1": (2, 100, {"AckedRecordsNeverLost"}),
+}
 
 
-@pytest.mark.parametrize(("words", "bugs", "expected", "examples", "seed"), FOUND)
-def test_the_fuzzer_finds(
-    words: list[str], bugs: list[str], expected: set[str], examples: int, seed: int
-) -> None:
-    """With a fixed seed, the campaign finds the bug (detection only: no shrinking)."""
-    setup = FuzzSetup(variant=parse_variant(words, bugs))
-    result = run_fuzz(setup, examples, max_steps=100, seed_value=seed, shrink=False)
-    assert result.failure is not None, f"{setup.variant.label()} not found"
-    assert result.failure.invariant in expected, result.failure.reason
+def test_every_seeded_bug_and_unsafe_variant_is_a_target() -> None:
+    words = [t.word for t in TARGETS]
+    assert sorted(words) == sorted([*BUGS, "truncation=hw", "election=unclean", "acks=1"])
+    assert set(DETECTED) == set(words)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.word for t in TARGETS])
+def test_the_fuzzer_finds_and_shrinks(target: Target) -> None:
+    """With its set-up and a fixed seed, the campaign finds the target, and the failing run
+    minimises to at most 15 spec actions that replay to the same violation."""
+    seed_value, most, expected = DETECTED[target.word]
+    result = run_fuzz(target.setup, most, max_steps=100, seed_value=seed_value, shrink=False)
+    f = result.failure
+    assert f is not None, f"{target.command(seed_value)}: not found in {most} runs"
+    assert f.invariant in expected, f.reason
+    assert f.spec_actions <= 15, f"{f.spec_actions} spec actions"
+    again = replay(target.setup.schedule(f.steps))
+    assert again.violation == (f.invariant, f.reason)

@@ -1,0 +1,53 @@
+"""Every saved failing run under traces/regressions/ still fails, with the same violation.
+
+`kreplica fuzz` writes a shrunk failing run as `<name>.itf.json` (the trace) and
+`<name>.schedule.json` (its impl steps); copied here, they become regression tests: the
+schedule is replayed on a fresh cluster and must show the violation it recorded, so a change
+to the implementation cannot make it silently stop failing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kreplica.conformance.fuzz_targets import TARGETS
+from kreplica.conformance.itf import read_trace
+from kreplica.conformance.schedule import read_schedule, replay
+
+REGRESSIONS = Path(__file__).resolve().parent.parent / "traces" / "regressions"
+SCHEDULES = sorted(REGRESSIONS.glob("*.schedule.json"))
+MAX_SPEC_ACTIONS = 15
+
+
+def test_the_corpus_is_there() -> None:
+    assert SCHEDULES, f"no *.schedule.json under {REGRESSIONS}"
+
+
+def test_every_target_has_a_saved_failure() -> None:
+    """One shrunk failing run per seeded bug and unsafe variant (fuzz_targets.TARGETS)."""
+    saved = {read_schedule(path).variant for path in SCHEDULES}
+    missing = [t.word for t in TARGETS if t.setup.variant not in saved]
+    assert not missing, f"no saved failure for {missing}"
+
+
+@pytest.mark.parametrize("path", SCHEDULES, ids=[p.name.split(".")[0] for p in SCHEDULES])
+def test_a_saved_failure_still_fails(path: Path) -> None:
+    """Replaying the schedule reproduces the recorded violation, at its last step."""
+    schedule = read_schedule(path)
+    assert schedule.violation is not None, "a regression schedule records its violation"
+    result = replay(schedule)
+    assert result.violation == schedule.violation
+    assert result.steps_applied == len(schedule.steps)
+
+
+@pytest.mark.parametrize("path", SCHEDULES, ids=[p.name.split(".")[0] for p in SCHEDULES])
+def test_its_trace_is_short_and_says_the_same(path: Path) -> None:
+    """The ITF trace beside it names the same violation and has at most 15 spec actions."""
+    schedule = read_schedule(path)
+    trace = read_trace(path.with_name(path.name.replace(".schedule.json", ".itf.json")))
+    assert schedule.violation is not None
+    invariant, reason = schedule.violation
+    assert trace.meta["violation"] == {"invariant": invariant, "reason": reason}
+    assert len(trace.meta["impl_steps"]) == len(schedule.steps)
+    assert len(trace.states) - 1 <= MAX_SPEC_ACTIONS
