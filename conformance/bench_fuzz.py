@@ -177,7 +177,13 @@ def markdown(rows: Sequence[Detection]) -> str:
     show_default=True,
     help="Runs of the throughput campaign (0: skip it).",
 )
-@click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Detection campaigns per target (0: skip detection).",
+)
 @click.option(
     "--time-limit",
     type=click.FloatRange(min=0, min_open=True),
@@ -196,6 +202,8 @@ def main(
 ) -> None:
     """Measure the fuzzer's throughput and its time to detect each seeded bug and variant."""
     console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=200)  # a log file: no wrapping
     unknown = sorted(set(only) - {t.word for t in TARGETS})
     if unknown:
         raise click.BadParameter(f"unknown target {unknown[0]!r}", param_hint="--only")
@@ -206,7 +214,7 @@ def main(
             f"second): {t.steps:,} steps ({t.impl_steps:,} impl steps) in {t.runs:,} runs, "
             f"{t.cpu_seconds:.1f} s CPU, {t.wall_seconds:.1f} s wall"
         )
-    chosen = [t for t in TARGETS if not only or t.word in only]
+    chosen = [t for t in TARGETS if seeds and (not only or t.word in only)]
     rows = [detect(t, seeds, time_limit, console) for t in chosen]
     if rows:
         console.print(detection_table(rows))
