@@ -52,6 +52,7 @@ from kreplica.conformance.checking import SpecRecorder, Violation, apply_checked
 from kreplica.conformance.fuzz_corpus import CorpusError, CorpusWriter
 from kreplica.conformance.itf import ItfTrace, write_trace
 from kreplica.conformance.projection import CLIENT, CONTROLLER, State
+from kreplica.conformance.reproducible import local_constants_off
 from kreplica.conformance.schedule import (
     TP,
     Schedule,
@@ -923,7 +924,10 @@ def run_fuzz(
     if examples > 0:
         machine = machine_for(setup, stats, seed_value, max_steps, corpus)
         try:
-            run_state_machine_as_test(machine, settings=fuzz_settings(examples, max_steps, shrink))
+            with local_constants_off():
+                run_state_machine_as_test(
+                    machine, settings=fuzz_settings(examples, max_steps, shrink)
+                )
         except FuzzFailure as err:
             failure = _failure(setup, err)
         except Exception:
