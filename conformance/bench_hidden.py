@@ -21,7 +21,7 @@ from kreplica.conformance.itf import dumps_trace
 from kreplica.conformance.specs import default_spec_dir
 from kreplica.conformance.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java
 from kreplica.conformance.tlcdata import build_reader
-from kreplica.conformance.tracecheck import SpecParams, prepare, run_batch
+from kreplica.conformance.tracecheck import SpecParams, full_prepare, run_batch
 from kreplica.conformance.vocabulary import VARIABLES
 from kreplica.impl.variants import Variant
 from rich.console import Console
@@ -60,7 +60,7 @@ def main(traces: int, steps: int, seed: int) -> None:
         ("all but " + ", ".join(OBSERVABLE), tuple(v for v in VARIABLES if v not in OBSERVABLE))
     )
     for label, hidden in rows:
-        batch = [prepare(f"t{i}", hide(t, hidden), fast=True) for i, t in enumerate(texts)]
+        batch = [full_prepare(f"t{i}", hide(t, hidden)) for i, t in enumerate(texts)]
         events = sum(p.events for p in batch) + len(batch)
         start = time.monotonic()
         result, printed = run_batch(batch, params, spec, options, False, reader)

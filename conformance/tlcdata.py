@@ -26,24 +26,28 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from kreplica.conformance.errors import CheckerError, KreplicaError
-from kreplica.conformance.itf import ItfTrace
+from kreplica.conformance.itf import ItfTrace, decode_trace
 from kreplica.conformance.tlavalue import Map, ModelValue, Record, Value, is_identifier
 from kreplica.conformance.tlc import find_tla2tools
-from kreplica.conformance.vocabulary import INIT_ACTION, VARIABLES
+from kreplica.conformance.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
 
 MODULE = "TraceData"
 DATA_FILE = "TraceData.kdat"
 PROPERTY = "kreplica.tracedata"
-JAVA_SOURCE = Path(__file__).resolve().parent / "java" / f"{MODULE}.java"
+JAVA_SOURCES = tuple(
+    Path(__file__).resolve().parent / "java" / name
+    for name in (f"{MODULE}.java", f"{MODULE}Json.java")
+)
+"""The reader's sources: the override, and its ITF JSON reader."""
 MAGIC = b"KRTD\x01"
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 JAVAC_HINT = "install a JDK (e.g. apt-get install openjdk-17-jdk-headless) or pass javac="
@@ -228,17 +232,37 @@ class _Decoder:
             return Record([(self.string(), self.value()) for _ in range(self.count())])
         if tag == b"F":
             return Map([(self.value(), self.value()) for _ in range(self.count())])
-        if tag == b"N":
-            outer, self.strings = self.strings, self.table()
-            inner = self.value()
-            self.strings = outer
-            return inner
+        if tag == b"J":
+            return self.json_trace()
         raise TlcDataError(f"unknown tag {tag!r} at byte {at}")
+
+    def skip_vocabulary(self) -> None:
+        """Pass over the vocabulary ('V'), if there is one."""
+        if self.data[self.pos : self.pos + 1] != b"V":
+            return
+        self.pos += 1
+        for _ in range(self.count()):
+            self.take(self.count())
+        for _ in range(self.count()):
+            self.take(self.count())
+            for _ in range(self.count()):
+                self.take(self.count())
+
+    def json_trace(self) -> Value:
+        """A trace as ITF JSON text ('J'), as `trace_value` gives it (the Java reader may keep
+        more variables in an event's `v`: those whose JSON text, not value, changed)."""
+        raw = self.take(self.count())
+        try:
+            value = trace_value(decode_trace(json.loads(raw)))
+            return _Decoder(encode_value(value)).value()  # in the form TLC holds it
+        except (ValueError, KreplicaError) as err:
+            raise TlcDataError(f"bad JSON trace: {err}") from err
 
 
 def decode_value(data: bytes) -> Value:
     """The value of a data file, as the Java reader reads it (TlcDataError if malformed)."""
     dec = _Decoder(data)
+    dec.skip_vocabulary()
     value = dec.value()
     if dec.pos != len(data):
         raise TlcDataError(f"{len(data) - dec.pos} bytes after the value")
@@ -290,130 +314,45 @@ def encode_traces(traces: Sequence[ItfTrace]) -> bytes:
     return enc.finish()
 
 
-# ---------------------------------------------------------------- traces straight from JSON
-
-_ITF_FORMS = frozenset({"#set", "#tup", "#map", "#bigint", "#unserializable"})
+# ---------------------------------------------------------------- traces as JSON
 
 
-class _JsonEncoder(_Encoder):
-    """ITF JSON values to bytes, without building Python TLA+ values first (the fast path:
-    decoding ITF into `Value`s costs more than TLC's own checking)."""
-
-    def json(self, obj: Any) -> None:
-        """Append the value that the ITF JSON `obj` stands for (as `from_itf` reads it)."""
-        if isinstance(obj, bool | int | str):
-            self.value(obj)
-        elif isinstance(obj, list):
-            self.sequence(b"T", obj)
-        elif isinstance(obj, dict):
-            self.json_object(obj)
-        else:
-            raise TlcDataError(f"{type(obj).__name__} is not an ITF value")
-
-    def sequence(self, tag: bytes, items: list[Any]) -> None:
-        """A tuple or a set of JSON values."""
-        self.body += tag
-        _varint(self.body, len(items))
-        for item in items:
-            self.json(item)
-
-    def json_object(self, obj: dict[str, Any]) -> None:
-        """A record, or one of ITF's tagged forms (#set, #tup, #map, #bigint)."""
-        if len(obj) == 1 and next(iter(obj)) in _ITF_FORMS:
-            ((form, body),) = obj.items()
-            if form == "#set" and isinstance(body, list):
-                self.sequence(b"S", body)
-            elif form == "#tup" and isinstance(body, list):
-                self.sequence(b"T", body)
-            elif form == "#map" and isinstance(body, list):
-                self.json_map(body)
-            elif form == "#bigint" and isinstance(body, str):
-                try:
-                    self.value(int(body))
-                except ValueError:
-                    raise TlcDataError(f"bad #bigint {body!r}") from None
-            else:
-                raise TlcDataError(f"bad ITF {form} value")
-            return
-        if not obj:
-            self.body += b"T\x00"
-        elif all(_is_field(k) for k in obj):
-            self.body += b"R"
-            _varint(self.body, len(obj))
-            for key, item in obj.items():
-                self.string(key)
-                self.json(item)
-        else:
-            self.json_map([[k, v] for k, v in obj.items()])
-
-    def json_map(self, pairs: list[Any]) -> None:
-        """A function from ITF's #map pairs (`<<>>` when empty)."""
-        if not pairs:
-            self.body += b"T\x00"
-            return
-        self.body += b"F"
-        _varint(self.body, len(pairs))
-        for pair in pairs:
-            if not (isinstance(pair, list) and len(pair) == 2):
-                raise TlcDataError("a #map entry is not a [key, value] pair")
-            self.json(pair[0])
-            self.json(pair[1])
+def json_blob(text: str) -> bytes:
+    """One trace as its ITF JSON text ('J'), for the Java reader to decode: the fast path, as
+    Python's JSON decoding costs more than TLC's checking."""
+    raw = text.encode("utf-8")
+    blob = bytearray(b"J")
+    _varint(blob, len(raw))
+    return bytes(blob) + raw
 
 
-def encode_json_trace(variables: Sequence[str], states: Sequence[dict[str, Any]]) -> bytes:
-    """One trace as trace_value would give it, from its ITF JSON, as a scoped value ('N'):
-    a self-contained blob that `join_traces` puts into a batch. TlcDataError if malformed."""
-    enc = _JsonEncoder()
-    hidden = [v for v in VARIABLES if v not in variables]
-    observed = [v for v in VARIABLES if v in variables]
-    out = enc.body
-    out += b"R"
-    _varint(out, 2)
-    enc.string("hidden")
-    enc.sequence(b"S", hidden)
-    enc.string("events")
-    out += b"T"
-    _varint(out, len(states))
-    previous: dict[str, Any] | None = None
-    for state in states:
-        meta = state.get("#meta") or {}
-        changed = [
-            v for v in observed
-            if v in state and (previous is None or v not in previous or previous[v] != state[v])
-        ]  # fmt: skip
-        missing = [v for v in observed if v not in state]
-        out += b"R"
-        _varint(out, 4 if missing else 3)
-        enc.string("e")
-        enc.value(meta.get("action") or INIT_ACTION)
-        enc.string("a")
-        enc.json_object(meta.get("args") or {})
-        enc.string("v")
-        if changed:
-            out += b"R"
-            _varint(out, len(changed))
-            for v in changed:
-                enc.string(v)
-                enc.json(state[v])
-        else:
-            out += b"T\x00"
-        if missing:
-            enc.string("o")
-            enc.sequence(b"S", missing)
-        previous = state
-    blob = bytearray(b"N")
-    _varint(blob, len(enc.strings))
-    for text in enc.strings:
+def _vocabulary() -> bytes:
+    """The spec's variables and actions ('V'), which JSON traces are held to."""
+    out = bytearray(b"V")
+
+    def put(text: str) -> None:
         raw = text.encode("utf-8")
-        _varint(blob, len(raw))
-        blob += raw
-    return bytes(blob + enc.body)
+        _varint(out, len(raw))
+        out.extend(raw)
+
+    _varint(out, len(VARIABLES))
+    for name in VARIABLES:
+        put(name)
+    _varint(out, len(ACTION_ARGS))
+    for action, args in ACTION_ARGS.items():
+        put(action)
+        _varint(out, len(args))
+        for arg in sorted(args):
+            put(arg)
+    return bytes(out)
 
 
 def join_traces(blobs: Sequence[bytes]) -> bytes:
-    """A data file whose TraceLog is the tuple of the traces `encode_json_trace` encoded."""
+    """A data file whose TraceLog is the tuple of the traces `json_blob` encoded, with the
+    vocabulary they are held to."""
     head = bytearray(MAGIC)
     _varint(head, 0)
+    head += _vocabulary()
     head += b"T"
     _varint(head, len(blobs))
     return bytes(head) + b"".join(blobs)
@@ -482,7 +421,7 @@ def build_reader(
     """
     jar = find_tla2tools(jar)
     root = (cache_dir or default_cache_dir()) / "tlc-reader"
-    target = root / _digest(JAVA_SOURCE, jar)
+    target = root / _digest(*JAVA_SOURCES, jar)
     if (target / f"{MODULE}.class").is_file():
         return target
     compiler = find_javac(javac, java)
@@ -490,11 +429,12 @@ def build_reader(
     staging = Path(tempfile.mkdtemp(prefix="build-", dir=root))
     try:
         cmd = [compiler, "--release", "11", "-nowarn", "-cp", str(jar), "-d", str(staging)]
-        done = subprocess.run([*cmd, str(JAVA_SOURCE)], capture_output=True, text=True, check=False)
+        sources = [str(path) for path in JAVA_SOURCES]
+        done = subprocess.run([*cmd, *sources], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()
             raise CheckerError(
-                f"javac failed on {JAVA_SOURCE.name}: {detail[0] if detail else done.returncode}"
+                f"javac failed on the trace reader: {detail[0] if detail else done.returncode}"
             )
         try:
             staging.rename(target)

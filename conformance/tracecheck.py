@@ -70,23 +70,26 @@ class SpecParams:
     lossy_network: bool = True
 
 
+UNKNOWN = -1
+"""The events of a trace not decoded here: the Java reader counts them."""
+
+
 @dataclass
 class Prepared:
-    """A trace ready for TLC: its id, its size, its ITF JSON, and its encoding for the Java
-    reader (fast path) or its decoded trace; the decoded trace is made when needed."""
+    """A trace ready for TLC: its id, its number of replicas, its ITF JSON text, and its
+    events and decoded trace, both made only when needed (see `prepare`)."""
 
     trace_id: str
     replicas: int
     events: int
-    obj: Any
-    blob: bytes | None = None
+    text: str
     decoded: ItfTrace | None = None
 
     @property
     def trace(self) -> ItfTrace:
         """The decoded trace (for the TLA+ rendering and for diagnosis)."""
         if self.decoded is None:
-            self.decoded = decode_trace(self.obj, self.trace_id)
+            self.decoded = load(self.trace_id, self.text)
         return self.decoded
 
 
@@ -165,75 +168,43 @@ def render(trace: ItfTrace) -> str:
 
 
 def prepare(trace_id: str, text: str, fast: bool = False) -> Prepared:
-    """Read one trace and check its names (TraceError/TraceInputError if bad). `fast`: encode
-    it for the Java reader straight from its JSON, decoding it only if it is malformed."""
-    obj = loads_json(text, trace_id)
+    """Read one trace and check its names (TraceError/TraceInputError if bad).
+
+    `fast` (for the Java reader): leave the JSON to the reader, which decodes it, checks its
+    names and counts its events much faster than Python; only the number of replicas is read
+    here, from the first state's `hw`. A trace the reader refuses is read here again
+    (`full_prepare`), for the precise complaint."""
     if fast:
-        raw = _raw_shape(obj)
-        if raw is not None:
-            variables, states = raw
-            _check_raw_vocabulary(variables, states, trace_id)
-            try:
-                blob = tlcdata.encode_json_trace(variables, states)
-            except tlcdata.TlcDataError:
-                blob = None  # decode it below for the precise complaint
-            if blob is not None:
-                return Prepared(trace_id, _raw_replicas(states[0]), len(states) - 1, obj, blob)
-    trace = decode_trace(obj, trace_id)
+        replicas = _replicas_in_text(text)
+        if replicas is not None:
+            return Prepared(trace_id, replicas, UNKNOWN, text)
+    return full_prepare(trace_id, text)
+
+
+def full_prepare(trace_id: str, text: str) -> Prepared:
+    """`prepare`, decoding the whole trace in Python."""
+    trace = load(trace_id, text)
     _check_vocabulary(trace, trace_id)
-    p = Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, obj, decoded=trace)
-    if fast:
-        p.blob = tlcdata.encode_json_trace(trace.vars, obj["states"])
-    return p
+    return Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, text, trace)
 
 
-def _raw_shape(obj: Any) -> tuple[list[str], list[dict[str, Any]]] | None:
-    """(vars, states) if the JSON has ITF's shape with every state complete, else None."""
-    if not isinstance(obj, dict):
+_FIRST_HW = re.compile(r'"hw"\s*:\s*\[([-0-9,\s]*)\]')
+
+
+def _replicas_in_text(text: str) -> int | None:
+    """The length of the first `hw` in the JSON text (a list of integers), or None."""
+    found = _FIRST_HW.search(text)
+    if found is None or not found.group(1).strip():
         return None
-    variables, states = obj.get("vars"), obj.get("states")
-    if not (isinstance(variables, list) and isinstance(states, list) and states):
-        return None
-    if not all(isinstance(v, str) for v in variables):
-        return None
-    for state in states:
-        if not isinstance(state, dict) or not isinstance(state.get("#meta", {}), dict):
-            return None
-        if any(v not in state for v in variables):
-            return None
-    return variables, states
-
-
-def _check_raw_vocabulary(variables: list[str], states: list[dict[str, Any]], where: str) -> None:
-    """_check_vocabulary on the JSON: the spec's variables, actions and arguments only."""
-    unknown = [v for v in variables if v not in VARIABLES]
-    if unknown:
-        raise TraceInputError(f"{where}: unknown variable {unknown[0]!r}")
-    for index, state in enumerate(states[1:], start=1):
-        meta = state.get("#meta") or {}
-        action, args = meta.get("action"), meta.get("args") or {}
-        if action not in ACTION_ARGS:
-            raise TraceInputError(f"{where}: step {index}: unknown action {action!r}")
-        if not isinstance(args, dict) or set(args) != ACTION_ARGS[action]:
-            expected = ", ".join(sorted(ACTION_ARGS[action]))
-            got = ", ".join(sorted(args)) if isinstance(args, dict) else "not a record"
-            raise TraceInputError(
-                f"{where}: step {index}: {action} takes arguments {expected}, got {got or 'none'}"
-            )
-
-
-def _raw_replicas(first: dict[str, Any]) -> int:
-    """replicas_of, on the first state's JSON."""
-    for name in ("hw", "log", "leader"):
-        if isinstance(first.get(name), list):
-            return len(first[name])
-    alive = first.get("alive")
-    if isinstance(alive, dict) and isinstance(alive.get("#set"), list):
-        return len(alive["#set"])
-    raise TraceInputError("cannot tell the number of replicas: no hw, log, leader or alive")
+    return found.group(1).count(",") + 1
 
 
 # ---------------------------------------------------------------- the TLC run
+
+
+def _tla_bool(value: bool) -> str:
+    """A Python boolean as a TLA+ one."""
+    return "TRUE" if value else "FALSE"
 
 
 def _config(params: SpecParams, replicas: int, diagnose: bool) -> str:
@@ -255,8 +226,8 @@ def _config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f'    Acks = "{v.acks}"',
             f'    Fencing = "{v.fencing}"',
             f"    Bugs = {bugs}",
-            f"    LossyNetwork = {'TRUE' if params.lossy_network else 'FALSE'}",
-            f"    Diagnose = {'TRUE' if diagnose else 'FALSE'}",
+            f"    LossyNetwork = {_tla_bool(params.lossy_network)}",
+            f"    Diagnose = {_tla_bool(diagnose)}",
             "INIT TraceInit",
             "NEXT TraceNext",
             "",
@@ -272,8 +243,7 @@ def write_batch(
     for name in (SPEC_MODULE, TRACE_MODULE):
         shutil.copyfile(spec_dir / f"{name}.tla", workdir / f"{name}.tla")
     if reader is not None:
-        blobs = [p.blob or tlcdata.encode_json_trace(p.trace.vars, p.obj["states"]) for p in traces]
-        tlcdata.install_blobs(workdir, blobs, reader)
+        tlcdata.install_blobs(workdir, [tlcdata.json_blob(p.text) for p in traces], reader)
         return workdir / f"{TRACE_MODULE}.tla"
     body = ",\n".join(render(p.trace) for p in traces)
     (workdir / f"{DATA_MODULE}.tla").write_text(
@@ -310,6 +280,10 @@ class Printed:
     reached: dict[int, int] = field(default_factory=dict)
     mismatches: dict[tuple[int, int], list[Value]] = field(default_factory=dict)
     init_mismatches: dict[int, list[Value]] = field(default_factory=dict)
+    events: dict[int, int] = field(default_factory=dict)
+    """Events of each trace, as the Java reader counted them."""
+    invalid: dict[int, str] = field(default_factory=dict)
+    """Traces the Java reader refused, and why."""
 
 
 def parse_printed(output: str) -> Printed:
@@ -330,6 +304,10 @@ def parse_printed(output: str) -> Printed:
             found.mismatches.setdefault((number, step), []).append(value[3])
         elif kind == "kreplica-init-mismatch":
             found.init_mismatches.setdefault(number, []).append(value[2])
+        elif kind == "kreplica-events" and isinstance(value[2], int):
+            found.events[number] = value[2]
+        elif kind == "kreplica-invalid":
+            found.invalid[number] = str(value[2])
     return found
 
 
@@ -465,14 +443,19 @@ def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[T
     seconds = (time.monotonic() - start) / len(batch)
     if failed:
         return [
-            TraceResult(p.trace_id, ERROR, p.events, reason=failed, seconds=seconds) for p in batch
+            TraceResult(p.trace_id, ERROR, _events(p), reason=failed, seconds=seconds)
+            for p in batch
         ]
-    results: dict[int, TraceResult] = {
-        n: TraceResult(p.trace_id, CONFORMS, p.events, seconds=seconds)
-        for n, p in enumerate(batch, start=1)
-        if n in printed.conforms
-    }
-    rejected = [p for n, p in enumerate(batch, start=1) if n not in printed.conforms]
+    results: dict[int, TraceResult] = {}
+    rejected: list[Prepared] = []
+    for n, p in enumerate(batch, start=1):
+        p.events = printed.events.get(n, p.events)
+        if n in printed.invalid:
+            results[n] = _refused(p, printed.invalid[n], seconds)
+        elif n in printed.conforms:
+            results[n] = TraceResult(p.trace_id, CONFORMS, p.events, seconds=seconds)
+        else:
+            rejected.append(p)
     if rejected:
         again, found = run_batch(
             rejected, settings.params, settings.spec_dir, settings.tlc, True, settings.reader
@@ -487,6 +470,26 @@ def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[T
                 else diagnose(p, n, found, seconds)
             )
     return [results[n] for n in range(1, len(batch) + 1)]
+
+
+def _refused(p: Prepared, why: str, seconds: float) -> TraceResult:
+    """The row of a trace the Java reader refused: Python's own complaint, which is more
+    precise, or the reader's."""
+    try:
+        full = full_prepare(p.trace_id, p.text)
+    except KreplicaError as err:
+        return TraceResult(p.trace_id, ERROR, reason=str(err), seconds=seconds)
+    return TraceResult(p.trace_id, ERROR, full.events, reason=f"{p.trace_id}: {why}")
+
+
+def _events(p: Prepared) -> int:
+    """The trace's events, decoding it if the reader never counted them (0 if malformed)."""
+    if p.events == UNKNOWN:
+        try:
+            p.events = len(p.trace.states) - 1
+        except KreplicaError:
+            return 0
+    return p.events
 
 
 RETRIES = 1
@@ -511,7 +514,7 @@ def _check_group(
         results = check_prepared(batch, settings)
     except Exception as err:  # no traceback reaches the user: the batch's rows say why
         reason = f"internal error: {type(err).__name__}: {err}"
-        return [TraceResult(p.trace_id, ERROR, p.events, reason=reason) for p in batch]
+        return [TraceResult(p.trace_id, ERROR, _events(p), reason=reason) for p in batch]
     if not _batch_failed(results) or "timeout" in results[0].reason:
         return results
     if len(batch) > 1:

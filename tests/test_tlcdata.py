@@ -6,18 +6,23 @@ The reader must give TLC exactly the value that the TLA+ rendering gives: a tiny
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from kreplica.conformance import tlcdata
+from kreplica.conformance import tlcdata, tracecheck
 from kreplica.conformance.errors import CheckerError
 from kreplica.conformance.itf import ItfState, ItfTrace
+from kreplica.conformance.specs import resolve_spec_dir
 from kreplica.conformance.tlavalue import Map, ModelValue, Record, Value, format_value, parse_value
 from kreplica.conformance.tlc import TlcOptions, Verdict, find_tla2tools, run_tlc
-from kreplica.conformance.tracecheck import render
+from kreplica.conformance.tracecheck import load, render
+from kreplica.conformance.vocabulary import ACTION_ARGS
 from tlavalue_strategies import values
 
 # Values whose TLC form is easy to get wrong: set order and duplicates, record field order,
@@ -191,22 +196,109 @@ def test_tlc_classpath_and_missing_file(reader: Path, tmp_path: Path) -> None:
     assert str(find_tla2tools()) in cmd[2]
 
 
-def test_traces_encoded_from_json_equal_the_decoded_path() -> None:
-    """The fast path (ITF JSON straight to bytes, one string table per trace) gives the same
-    TraceLog as encoding decoded traces."""
-    import json
+def _odd_trace() -> str:
+    """ITF JSON with the forms the JSON reader must get right: variables the trace leaves out,
+    one left unchanged, #map, #tup, #bigint, {}, keys that are not identifiers, escapes."""
+    first = {
+        "#meta": {"index": 0},
+        "hw": [0, 0],
+        "alive": {"#set": [2, 1]},
+        "msgs": {"#set": []},
+        "log": [[], {"#tup": []}],
+        "remoteLeo": {"#map": [[1, {"a b": 1, "c": {"#bigint": "-7"}}], [2, {}]]},
+    }
+    second = {
+        "#meta": {"index": 1, "action": "Crash", "args": dict.fromkeys(ACTION_ARGS["Crash"], 1)},
+        "hw": [1, 0],
+        "alive": {"#set": [2, 1]},
+        "msgs": {"#set": [{"to": 2, "note": 'say "hi" \\ \u0041'}]},
+        "log": [[{"epoch": 0, "record": 1}], []],
+        "remoteLeo": {"#map": []},
+    }
+    obj = {"vars": ["hw", "alive", "msgs", "log", "remoteLeo"], "states": [first, second]}
+    return json.dumps(obj)
 
+
+def _json_traces() -> list[str]:
     from kreplica.conformance.corpus import corpus
-    from kreplica.conformance.itf import decode_trace, dumps_trace
-    from kreplica.conformance.tlcdata import (
-        decode_value,
-        encode_json_trace,
-        encode_traces,
-        join_traces,
-    )
+    from kreplica.conformance.itf import dumps_trace
     from kreplica.impl.variants import Variant
 
-    objs = [json.loads(dumps_trace(t)) for t in corpus(3, 25, 9, Variant(), 3)]
-    fast = join_traces([encode_json_trace(o["vars"], o["states"]) for o in objs])
-    slow = encode_traces([decode_trace(o) for o in objs])
-    assert decode_value(fast) == decode_value(slow)
+    return [dumps_trace(t) for t in corpus(3, 25, 9, Variant(), 3)] + [_odd_trace()]
+
+
+def test_json_traces_decode_as_rendered() -> None:
+    """The Python decoder reads a JSON trace ('J', after the vocabulary) as `render` writes it."""
+    texts = _json_traces()
+    data = tlcdata.join_traces([tlcdata.json_blob(t) for t in texts])
+    expected = tlcdata.decode_value(tlcdata.encode_traces([load("t", t) for t in texts]))
+    assert tlcdata.decode_value(data) == expected
+
+
+@pytest.mark.tlc
+def test_tlc_reads_json_traces_as_rendered(reader: Path, tmp_path: Path) -> None:
+    """The Java reader, given traces as ITF JSON, hands TLC the value of their TLA+ rendering."""
+    texts = _json_traces()
+    expected = "<<" + ", ".join(render(load("t", t)) for t in texts) + ">>"
+    module, config = _spec(tmp_path, expected)
+    tlcdata.install_blobs(tmp_path, [tlcdata.json_blob(t) for t in texts], reader)
+    result = run_tlc(module, config, TlcOptions(time_limit=120))
+    assert result.outcome.verdict == Verdict.OK, result.message
+    for number, text in enumerate(texts, start=1):
+        events = len(load("t", text).states) - 1
+        assert f'<<"kreplica-events", {number}, {events}>>' in result.output
+
+
+def _spoiled(text: str, spoil: Callable[[dict[str, Any]], None]) -> str:
+    """`text` with `spoil` applied to its JSON."""
+    obj = json.loads(text)
+    spoil(obj)
+    return json.dumps(obj)
+
+
+def _set(state: int, name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda obj: obj["states"][state].__setitem__(name, value)
+
+
+def _set_meta(state: int, name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda obj: obj["states"][state]["#meta"].__setitem__(name, value)
+
+
+SPOILS: list[tuple[Callable[[str], str], str]] = [
+    (lambda t: _spoiled(t, _set_meta(3, "action", "Bogus")), "step 3: unknown action 'Bogus'"),
+    (lambda t: _spoiled(t, _set_meta(2, "args", {"extra": 1})), "step 2: "),
+    (lambda t: _spoiled(t, _set(2, "nextRecord", 1.5)), "1.5 is not an ITF value"),
+    (lambda t: _spoiled(t, _set(4, "hw", [2**40, 0, 0])), "out of TLC's range"),
+    (lambda t: _spoiled(t, lambda o: o["states"][2].pop("isr")), "missing variable 'isr'"),
+    (lambda t: t[: len(t) // 2], "JSON"),
+]
+
+
+@pytest.mark.tlc
+def test_the_reader_refuses_bad_traces_alone(reader: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traces the Java reader refuses get an error row with Python's precise complaint, while
+    the good traces of the same batch are checked in the same, single, TLC run."""
+    good = _json_traces()[:2]
+    bad = [spoil(good[0]) for spoil, _ in SPOILS]
+    runs: list[Path] = []
+
+    def counting_run_tlc(module: Path, config: Path, options: TlcOptions) -> Any:
+        runs.append(module)
+        return run_tlc(module, config, options)
+
+    monkeypatch.setattr(tracecheck, "run_tlc", counting_run_tlc)
+    settings = tracecheck.CheckSettings(
+        tracecheck.SpecParams(fetch_max_records=2),
+        resolve_spec_dir(None),
+        TlcOptions(time_limit=300),
+        reader,
+    )
+    items = [(f"good{i}", t) for i, t in enumerate(good)] + [
+        (f"bad{i}", t) for i, t in enumerate(bad)
+    ]
+    results = tracecheck.check_texts(items, settings)
+    assert [r.verdict for r in results[:2]] == ["conforms", "conforms"]
+    for result, (_, complaint) in zip(results[2:], SPOILS, strict=True):
+        assert result.verdict == "error", result
+        assert complaint in result.reason, result.reason
+    assert len(runs) == 1

@@ -23,9 +23,17 @@
  *   'S' n, n values              a set
  *   'R' n, n x (index, value)    a record: field name (index of the table) and value
  *   'F' n, n x (value, value)    a function: key and value
- *   'N' n, n x (len, bytes), value   a value with a string table of its own (in place of the
- *                                one above while it is read): traces encoded one by one
+ *   'J' len, UTF-8 bytes         one trace as ITF JSON text, read by TraceDataJson
+ * Between the string table and TraceLog there may be a vocabulary, which JSON traces are held
+ * to (a string is len and UTF-8 bytes):
+ *   'V' n, n strings             the spec's variables, in the spec's order
+ *       m, m x (string, k, k strings)   each action and its argument names
  * The file ends right after TraceLog.
+ *
+ * For each JSON trace it prints a line as PrintT would, numbered by the trace's place in the
+ * file (1-based): <<"kreplica-events", number, events>> (its events after the initial state),
+ * or <<"kreplica-invalid", number, "why">> for a trace it refuses.  A refused trace is replaced
+ * by one whose initial state matches no Init, so it never conforms and the others still run.
  */
 
 import java.io.IOException;
@@ -35,6 +43,12 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import tlc2.output.EC;
 import tlc2.tool.EvalException;
@@ -108,6 +122,7 @@ public final class TraceData {
             }
         }
         in.table();
+        in.vocabulary();
         Value value = in.value(0);
         if (in.pos != data.length) {
             throw new IllegalArgumentException((data.length - in.pos) + " bytes after the value");
@@ -116,12 +131,35 @@ public final class TraceData {
         return value;
     }
 
+    /** A trace whose initial state no Init has (nextRecord is never -1): a refused one. */
+    private static final Value NEVER_CONFORMS = new RecordValue(
+            new UniqueString[] {UniqueString.uniqueStringOf("hidden"),
+                UniqueString.uniqueStringOf("events")},
+            new Value[] {new SetEnumValue(new Value[0], false), new TupleValue(new Value[] {
+                new RecordValue(
+                    new UniqueString[] {UniqueString.uniqueStringOf("e"),
+                        UniqueString.uniqueStringOf("a"), UniqueString.uniqueStringOf("v")},
+                    new Value[] {new StringValue("Init"), TupleValue.EmptyTuple,
+                        new RecordValue(
+                            new UniqueString[] {UniqueString.uniqueStringOf("nextRecord")},
+                            new Value[] {IntValue.gen(-1)}, false)},
+                    false)})},
+            false);
+
+    /** `text` as a TLA+ string literal. */
+    static String quote(String text) {
+        return "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"")
+                .replace("\n", " ") + "\"";
+    }
+
     private static final class Reader {
         private static final int MAX_DEPTH = 1000;
         private final byte[] data;
         private int pos;
         private StringValue[] strings;
         private UniqueString[] names;
+        private TraceDataJson.Vocabulary vocabulary;
+        private int jsonTraces;
 
         Reader(byte[] data) {
             this.data = data;
@@ -139,6 +177,54 @@ public final class TraceData {
                 pos += len;
                 names[i] = UniqueString.uniqueStringOf(s);
                 strings[i] = new StringValue(names[i]);
+            }
+        }
+
+        /** Read the vocabulary ('V'), if the file has one. */
+        void vocabulary() {
+            if (pos >= data.length || data[pos] != 'V') {
+                return;
+            }
+            pos++;
+            List<String> variables = new ArrayList<>();
+            for (int n = count(), i = 0; i < n; i++) {
+                variables.add(rawString());
+            }
+            Map<String, Set<String>> actions = new HashMap<>();
+            for (int n = count(), i = 0; i < n; i++) {
+                String action = rawString();
+                Set<String> args = new HashSet<>();
+                for (int k = count(), j = 0; j < k; j++) {
+                    args.add(rawString());
+                }
+                actions.put(action, args);
+            }
+            vocabulary = new TraceDataJson.Vocabulary(variables, actions);
+        }
+
+        String rawString() {
+            int len = count();
+            need(len);
+            String s = new String(data, pos, len, StandardCharsets.UTF_8);
+            pos += len;
+            return s;
+        }
+
+        /** A 'J' trace: read by TraceDataJson, its event count (or refusal) printed. */
+        Value jsonTrace() {
+            int len = count();
+            need(len);
+            byte[] json = java.util.Arrays.copyOfRange(data, pos, pos + len);
+            pos += len;
+            int number = ++jsonTraces;
+            try {
+                TraceDataJson.Trace trace = TraceDataJson.read(json, vocabulary);
+                System.out.println("<<\"kreplica-events\", " + number + ", " + trace.events + ">>");
+                return trace.value;
+            } catch (TraceDataJson.Invalid e) {
+                System.out.println("<<\"kreplica-invalid\", " + number + ", "
+                        + quote(e.getMessage()) + ">>");
+                return NEVER_CONFORMS;
             }
         }
 
@@ -238,15 +324,8 @@ public final class TraceData {
                     }
                     return new FcnRcdValue(keys, values, false);
                 }
-                case 'N': {
-                    StringValue[] outerStrings = strings;
-                    UniqueString[] outerNames = names;
-                    table();
-                    Value inner = value(depth + 1);
-                    strings = outerStrings;
-                    names = outerNames;
-                    return inner;
-                }
+                case 'J':
+                    return jsonTrace();
                 default:
                     throw new IllegalArgumentException(
                             "unknown tag 0x" + Integer.toHexString(tag & 0xff) + " at byte " + at);
