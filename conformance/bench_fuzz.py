@@ -84,6 +84,11 @@ class Detection:
         """The median time to detection (inf when most seeds found nothing)."""
         return statistics.median(self.seconds())
 
+    def median_cpu_seconds(self) -> float:
+        """The median CPU time to detection (inf when most seeds found nothing)."""
+        cpu = [(r.stats.detected_cpu or 0.0) if r.failure else math.inf for r in self.results]
+        return statistics.median(cpu)
+
     def spec_actions(self) -> list[int]:
         """Spec actions of each minimised failing run."""
         return [r.failure.spec_actions for r in self.found if r.failure]
@@ -95,12 +100,13 @@ class Detection:
         actions = self.spec_actions()
         impl = [float(len(r.failure.steps)) for r in found if r.failure]
         invariants = sorted({r.failure.invariant for r in found if r.failure})
-        median = self.median_seconds()
+        median, cpu = self.median_seconds(), self.median_cpu_seconds()
         return [
             self.target.word,
             " ".join(self.target.options()[1:]) or "(defaults)",
             f"{len(found)}/{len(self.results)}",
             f"{median:.1f}" if math.isfinite(median) else f"> {self.time_limit:g}",
+            f"{cpu:.1f}" if math.isfinite(cpu) else "-",
             _median(runs, "{:.0f}"),
             f"{_median([float(a) for a in actions], '{:.0f}')} (max {max(actions)})"
             if actions
@@ -115,6 +121,7 @@ COLUMNS = (
     "set-up (kreplica fuzz options)",
     "found",
     "median s to detection",
+    "median CPU s",
     "median runs",
     "spec actions (median)",
     "impl steps (median)",

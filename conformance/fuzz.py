@@ -389,8 +389,12 @@ class RunStats:
     impl_steps: int = 0
     failing_runs: int = 0
     started: float = field(default_factory=time.perf_counter)
+    started_cpu: float = field(default_factory=time.process_time)
     detected: float | None = None
     """Seconds from the start to the first failing run."""
+    detected_cpu: float | None = None
+    """CPU seconds of this process from the start to the first failing run (on a shared
+    machine, the time the search itself took)."""
     runs_to_failure: int = 0
     """Runs up to and including the first failing one."""
     on_run: Callable[[RunStats], None] | None = None
@@ -427,6 +431,7 @@ class RunStats:
         self.failing_runs += 1
         if self.detected is None:
             self.detected = self.elapsed
+            self.detected_cpu = time.process_time() - self.started_cpu
             self.runs_to_failure = self.runs
 
 
