@@ -14,7 +14,7 @@ from kreplica.conformance.results import JUNIT, PARQUET, Summary, summarise, wri
 from kreplica.conformance.sources import local_files
 from kreplica.conformance.specs import resolve_spec_dir
 from kreplica.conformance.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
-from kreplica.conformance.tlcdata import build_reader
+from kreplica.conformance.tlcdata import build_reader, default_cache_dir
 from kreplica.conformance.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
 from kreplica.impl.variants import VariantError, parse_variant
 from rich.console import Console
@@ -76,7 +76,8 @@ def _report(summary: Summary, seconds: float, out: Path, console: Console) -> No
                              f"{row['action']} {row['args']}", variables)  # fmt: skip
         console.print(rejected)
     for row in summary.errors:
-        console.print(f"error: {row['trace_id']}: {row['reason']}")
+        reason, where = row["reason"], f"{row['trace_id']}: "
+        console.print(f"error: {reason if reason.startswith(where) else where + reason}")
     console.print(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}")
 
 
@@ -185,6 +186,7 @@ def conform_command(
         jar=find_tla2tools(jar),
         time_limit=tlc_timeout,
         jvm_flags=SHORT_RUN_JVM_FLAGS,
+        class_archives=default_cache_dir() / "tlc-cds",
     )
     settings = CheckSettings(params, spec, tlc, _reader(reader, tlc))
     console = Console(highlight=False, stderr=False)

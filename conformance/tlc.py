@@ -10,6 +10,7 @@ state counts, the search depth and the error trace. Message codes are those of T
 from __future__ import annotations
 
 import atexit
+import hashlib
 import importlib.util
 import os
 import re
@@ -583,6 +584,9 @@ class TlcOptions:
     extra_args: tuple[str, ...] = ()
     jvm_flags: tuple[str, ...] = ("-XX:+UseParallelGC",)
     """For long model-checking runs; trace validation's short runs use SHORT_RUN_JVM_FLAGS."""
+    class_archives: Path | None = None
+    """A directory of class-data-sharing archives for short runs (see `class_archive`);
+    None: none."""
 
 
 def tlc_command(module: Path, config: Path, options: TlcOptions, workdir: Path) -> list[str]:
@@ -595,6 +599,7 @@ def tlc_command(module: Path, config: Path, options: TlcOptions, workdir: Path) 
     cmd = [
         options.java,
         *options.jvm_flags,
+        *class_archive_flags(class_archive(options.class_archives, options.java, jar), workdir),
         "-Dfile.encoding=UTF-8",
         f"-Djava.io.tmpdir={workdir / 'tmp'}",
         "-cp",
@@ -607,6 +612,59 @@ def tlc_command(module: Path, config: Path, options: TlcOptions, workdir: Path) 
     cmd += ["-workers", str(options.workers), "-metadir", str(workdir / "meta")]
     cmd += ["-config", os.path.relpath(config, module.parent), *options.extra_args, module.name]
     return cmd
+
+
+_QUIET_CDS = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+"""An archive that does not fit (another JVM, another classpath) is ignored without a word."""
+
+
+def class_archive(directory: Path | None, java: str, jar: Path) -> Path | None:
+    """The archive in `directory` for this JVM and classpath (an archive only fits the JVM and
+    the classpath that wrote it), or None without a directory."""
+    if directory is None:
+        return None
+    try:
+        stat = jar.stat()
+        key = f"{shutil.which(java) or java}|{jar.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    except OSError:
+        return None
+    return directory / f"tlc-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+ARCHIVES_KEPT = 6
+"""Archives kept per directory: each Spark application ships the jar to a new path."""
+
+
+def class_archive_flags(archive: Path | None, workdir: Path) -> list[str]:
+    """JVM flags that load `archive` (class data sharing: the JVM maps the classes TLC needs
+    instead of loading them, about 0.3 s less per run), or, while it does not exist, that make
+    this run write it into `workdir` for `_keep_class_archive` to move into place."""
+    if archive is None:
+        return []
+    if archive.is_file():
+        return [f"-XX:SharedArchiveFile={archive}", *_QUIET_CDS]
+    return [f"-XX:ArchiveClassesAtExit={workdir / _ARCHIVE_DRAFT}", *_QUIET_CDS]
+
+
+_ARCHIVE_DRAFT = "classes.jsa"
+
+
+def _keep_class_archive(archive: Path | None, workdir: Path) -> None:
+    """Move the archive a run wrote into place (atomically: parallel runs may race), and
+    drop all but the newest ARCHIVES_KEPT."""
+    draft = workdir / _ARCHIVE_DRAFT
+    if archive is None or not draft.is_file():
+        return
+    staged = archive.with_name(f"{archive.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(draft, staged)  # the cache may be on another filesystem
+        os.replace(staged, archive)
+        kept = sorted(archive.parent.glob("tlc-*.jsa"), key=lambda p: p.stat().st_mtime)
+        for old in kept[:-ARCHIVES_KEPT]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        staged.unlink(missing_ok=True)  # an unwritable cache only costs the speed-up
 
 
 _LIVE: set[subprocess.Popen[str]] = set()
@@ -698,7 +756,12 @@ def run_tlc(
     try:
         (workdir / "tmp").mkdir()  # TLC unpacks its standard modules here; it must exist
         cmd = tlc_command(module, config, options, workdir)
-        return _run(cmd, module.parent, workdir, options.time_limit, on_progress)
+        result = _run(cmd, module.parent, workdir, options.time_limit, on_progress)
+        archive = class_archive(
+            options.class_archives, options.java, options.jar or find_tla2tools()
+        )
+        _keep_class_archive(archive, workdir)
+        return result
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -312,6 +312,25 @@ def test_run_tlc_parallel_runs(spec_dir: Path) -> None:
 
 
 @pytest.mark.tlc
+def test_run_tlc_class_archive(spec_dir: Path, tmp_path: Path) -> None:
+    """The first short run writes a class-data-sharing archive, later runs load it; a broken
+    archive is ignored without a word, and the verdict never changes."""
+    config = load_config(spec_dir, "CounterBug")
+    options = _options(class_archives=tmp_path / "cds")
+    first = run_tlc(config.module_path, config.path, options)
+    archives = list((tmp_path / "cds").glob("tlc-*.jsa"))
+    assert len(archives) == 1 and archives[0].stat().st_size > 0
+    assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in first.command)
+    second = run_tlc(config.module_path, config.path, options)
+    assert f"-XX:SharedArchiveFile={archives[0]}" in second.command
+    archives[0].write_bytes(b"not an archive")
+    third = run_tlc(config.module_path, config.path, options)
+    for result in (first, second, third):
+        assert result.outcome == Outcome(Verdict.VIOLATION, "Small")
+        assert len(result.trace) == 3 and "cds" not in result.output
+
+
+@pytest.mark.tlc
 def test_run_tlc_time_limit(spec_dir: Path) -> None:
     """The time limit kills the JVM's process group; the verdict is a timeout."""
     config = load_config(spec_dir, "Slow")
