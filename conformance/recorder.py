@@ -89,7 +89,8 @@ def delivery_action(
         if not delivered_to_running(cluster, envelope):
             return None
         records = [r for p in payload.partitions for r in p.record_ids]
-        return "Produce", {"replica": dst, "record": records[0] if records else -1}
+        record = records[0] if records else -1
+        return "Produce", {"replica": dst, "record": record, "acks": payload.acks}
     if not delivered_to_running(cluster, envelope) or isinstance(payload, ProduceRequest):
         return None  # not in the spec's msgs: a message to a dead incarnation, or a client's
     if projector is not None and not projector.shown(envelope):

@@ -187,7 +187,7 @@ class Replayer:
     def _steps_for(self, action: str, args: dict[str, Any]) -> list[Step]:
         r = int(args.get("replica", 0))
         if action == "Produce":
-            acks = int(self.cluster.variant.acks)
+            acks = int(args.get("acks", self.cluster.variant.acks))
             send = Produce(TP, (int(args["record"]),), acks, r, PRODUCE_TIMEOUT_MS)
             return [send, Deliver(-1, r, len(self.cluster.network.queue((-1, r))))]
         if action in DELIVERED:

@@ -68,6 +68,8 @@ class SpecParams:
     min_insync_replicas: int = 1
     fetch_max_records: int = 1_048_576
     lossy_network: bool = True
+    duplicating_network: bool = True
+    fire_and_forget: bool = True
 
 
 UNKNOWN = -1
@@ -227,6 +229,8 @@ def _config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f'    Fencing = "{v.fencing}"',
             f"    Bugs = {bugs}",
             f"    LossyNetwork = {_tla_bool(params.lossy_network)}",
+            f"    DuplicatingNetwork = {_tla_bool(params.duplicating_network)}",
+            f"    FireAndForget = {_tla_bool(params.fire_and_forget)}",
             f"    Diagnose = {_tla_bool(diagnose)}",
             "INIT TraceInit",
             "NEXT TraceNext",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kreplica.conformance.projection import SPEC_VARS
 
 ACTION_ARGS: dict[str, frozenset[str]] = {
-    "Produce": frozenset({"replica", "record"}),
+    "Produce": frozenset({"replica", "record", "acks"}),
     "ExpireDelayedProduce": frozenset({"replica", "record"}),
     "FollowerSendFetch": frozenset({"replica", "leader"}),
     "LeaderHandleFetch": frozenset({"replica", "follower", "offset"}),

@@ -38,7 +38,11 @@ CONSTANTS
     \* @type: Set(Str);
     Bugs,                 \* seeded bugs, names from the registry
     \* @type: Bool;
-    LossyNetwork          \* may the network drop messages (and fetchers time out)?
+    LossyNetwork,         \* may the network drop messages (and fetchers time out)?
+    \* @type: Bool;
+    DuplicatingNetwork,   \* may the network deliver a message more than once?
+    \* @type: Bool;
+    FireAndForget         \* may producers also send acks=0 (no answer at all)?
 
 ASSUME Truncation \in {"kip279", "kip101", "hw"}
 ASSUME Election \in {"clean", "unclean"}
@@ -276,13 +280,18 @@ Propagate(to, running, epoch, l, is) ==
 \* stopped broker is lost (its connection is refused), so it never enters msgs.
 Deliverable(m) == IF m.dst \in alive THEN {m} ELSE {}
 
+\* Receive m and send `out`: m leaves the network, unless the network delivers
+\* more than once (DuplicatingNetwork) and another copy of m is still on its way.
+Receive(m, out) ==
+    \/ msgs' = (msgs \ {m}) \cup out
+    \/ DuplicatingNetwork /\ msgs' = msgs \cup out
+
 \* Answer request m.  A response to a requester that has stopped, or restarted
 \* since it sent m, is lost with the connection it was to travel on.
 Reply(m, response) ==
-    msgs' = (msgs \ {m}) \cup
-            (IF "inc" \notin DOMAIN m \/ (m.src \in alive /\ m.inc = incarnation[m.src])
-             THEN Deliverable(response) ELSE {})
-Consume(m) == msgs' = msgs \ {m}
+    Receive(m, IF "inc" \notin DOMAIN m \/ (m.src \in alive /\ m.inc = incarnation[m.src])
+               THEN Deliverable(response) ELSE {})
+Consume(m) == Receive(m, {})
 
 \* NetworkClient's request timeout (replica.socket.timeout.ms), seen by
 \* AbstractFetcherThread as a failed request: the fetcher gives up on what it
@@ -293,9 +302,10 @@ GiveUp(f) ==
     (msgs \ Awaited(f)) \cup {[m EXCEPT !.inc = 0] : m \in {a \in Awaited(f) : "inc" \in DOMAIN a}}
 
 \* Follower f's fetcher sends `request` to its leader: it awaits nothing more,
-\* or it has given up waiting.
+\* or it has given up waiting (an IF, not a disjunction: when both hold, TLC
+\* would compute the same successor twice).
 FetcherSend(f, request) ==
-    /\ ~Outstanding(f) \/ LossyNetwork
+    /\ IF LossyNetwork THEN TRUE ELSE ~Outstanding(f)
     /\ msgs' = GiveUp(f) \cup Deliverable(request)
 
 -----------------------------------------------------------------------------
@@ -335,24 +345,29 @@ Init ==
 -----------------------------------------------------------------------------
 (* Clients *)
 
+\* The acks a producer may ask for: the variant's (-1 or 1), or 0 with FireAndForget.
+ProducerAcks == {IF Acks = "-1" THEN -1 ELSE 1} \cup (IF FireAndForget THEN {0} ELSE {})
+
 \* ReplicaManager.appendRecords -> Partition.appendRecordsToLeader (R14, R13).
-\* A producer sends record `nextRecord` to leader l.  With acks=-1 and an ISR
-\* below min.insync.replicas it is refused (NOT_ENOUGH_REPLICAS) and nothing is
-\* appended.  Otherwise it is appended in the leader's epoch; acks=1 is answered
-\* at once, acks=-1 waits in the purgatory until the HW passes it.
-Produce(l) ==
+\* A producer sends record `nextRecord` to leader l with `acks` (per request).
+\* With acks=-1 and an ISR below min.insync.replicas it is refused
+\* (NOT_ENOUGH_REPLICAS) and nothing is appended.  Otherwise it is appended in
+\* the leader's epoch; acks=1 is answered at once, acks=-1 waits in the
+\* purgatory until the HW passes it, and acks=0 is never answered (never acked).
+Produce(l, acks) ==
     /\ l \in alive /\ leader[l] = l
+    /\ acks \in ProducerAcks
     /\ nextRecord <= MaxRecords
     /\ nextRecord' = nextRecord + 1
-    /\ Act("Produce", [replica |-> l, record |-> nextRecord])
-    /\ IF Acks = "-1" /\ Cardinality(isr[l]) < MinIsr
+    /\ Act("Produce", [replica |-> l, record |-> nextRecord, acks |-> acks])
+    /\ IF acks = -1 /\ Cardinality(isr[l]) < MinIsr
        THEN UNCHANGED <<replicaVars, clusterVars, pending, acked, committed,
                         crashes, uncleanShutdowns, removed>>
        ELSE LET off == LEO(l)
                 lg == [log EXCEPT ![l] = Append(@, [epoch |-> leaderEpoch[l],
                                                     record |-> nextRecord])]
                 p == [record |-> nextRecord, replica |-> l, offset |-> off]
-                waits == Acks = "-1" /\ "early-ack" \notin Bugs
+                waits == acks = -1 /\ "early-ack" \notin Bugs
             IN  \E newHw \in NewHws(l, lg, remoteLeo, isr[l]) :
                 /\ log' = lg
                 /\ epochCache' = [epochCache EXCEPT ![l] = Assign(@, leaderEpoch[l], off)]
@@ -360,7 +375,7 @@ Produce(l) ==
                 /\ committed' = committed \cup Exposed(l, lg, newHw)
                 /\ IF waits /\ newHw <= off
                    THEN pending' = pending \cup {p} /\ UNCHANGED acked
-                   ELSE /\ acked' = IF waits /\ Cardinality(isr[l]) < MinIsr
+                   ELSE /\ acked' = IF acks = 0 \/ (waits /\ Cardinality(isr[l]) < MinIsr)
                                     THEN acked ELSE acked \cup {nextRecord}
                         /\ UNCHANGED pending
                 /\ UNCHANGED <<recoveryPoint, leaderEpoch, leader, fetchState, isr,
@@ -716,12 +731,18 @@ Crash(r) ==
                    ctrlEpoch, ctrlIsr, nextRecord, acked, committed, uncleanShutdowns, removed>>
 
 \* A power loss: the log keeps only what was flushed (below the recovery point);
-\* log recovery trims the epoch cache and the HW to match.
+\* log recovery trims the epoch cache and the HW to match.  Like the Log
+\* constructor (truncateFromEnd), it drops every epoch that starts at or past
+\* the LEO, also when the whole log was flushed.
 UncleanShutdown(r) ==
     /\ r \in alive /\ uncleanShutdowns < MaxUncleanShutdowns
     /\ uncleanShutdowns' = uncleanShutdowns + 1
     /\ StopReplica(r)
-    /\ Truncate(r, recoveryPoint[r], "unclean-shutdown")
+    /\ IF recoveryPoint[r] < LEO(r)
+       THEN Truncate(r, recoveryPoint[r], "unclean-shutdown")
+       ELSE /\ epochCache' = [epochCache EXCEPT ![r] = TruncateFromEnd(@, LEO(r))]
+            /\ hw' = [hw EXCEPT ![r] = Min2(@, LEO(r))]
+            /\ UNCHANGED <<log, recoveryPoint, removed>>
     /\ Act("UncleanShutdown", [replica |-> r])
     /\ UNCHANGED <<incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked,
                    committed, crashes>>
@@ -782,7 +803,7 @@ LoseMessage(m) ==
 
 Next ==
     \/ \E r \in Replicas :
-          \/ Produce(r)
+          \/ \E acks \in ProducerAcks : Produce(r, acks)
           \/ FollowerSendFetch(r)
           \/ FollowerTruncateToHighWatermark(r)
           \/ FollowerSendOffsetsForLeaderEpoch(r)

@@ -25,14 +25,14 @@ FIXTURES = Path(__file__).parent / "fixtures" / "tlc" / "kafka"
 
 ACKS1_STEPS = [
     ("Init", {}),
-    ("Produce", {"record": 1, "replica": 1}),
+    ("Produce", {"record": 1, "replica": 1, "acks": 1}),
     ("ControllerElectLeader", {"replica": 2}),
     ("BecomeLeaderOrFollower", {"leader": 2, "epoch": 1, "replica": 2}),
 ]
 
 KAFKA_7164_STEPS = [
     ("Init", {}),
-    ("Produce", {"record": 1, "replica": 1}),
+    ("Produce", {"record": 1, "replica": 1, "acks": -1}),
     ("LeaderShrinkIsr", {"replica": 1, "followers": frozenset({2})}),
     ("FollowerTruncateToHighWatermark", {"leader": 1, "replica": 2}),
     ("LeaderHandleFetch", {"replica": 1, "offset": 0, "follower": 2}),

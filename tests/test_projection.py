@@ -13,7 +13,7 @@ from kreplica.conformance.tlc import parse_tlc_output
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import TopicPartition
-from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork
+from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork, Duplicate
 from kreplica.impl.variants import Variant
 
 TP = TopicPartition("t", 0)
@@ -50,7 +50,7 @@ def test_a_replication_round_is_recorded_in_the_specs_words() -> None:
     rec.apply(Deliver(1, 2))
     assert [(e.action, e.args) for e in rec.events] == [
         ("Init", {}),
-        ("Produce", {"replica": 1, "record": 1}),
+        ("Produce", {"replica": 1, "record": 1, "acks": -1}),
         ("FollowerTruncateToHighWatermark", {"replica": 2, "leader": 1}),
         ("LeaderHandleFetch", {"replica": 1, "follower": 2, "offset": 0}),
         ("FollowerHandleFetchResponse", {"replica": 2, "leader": 1}),
@@ -61,6 +61,31 @@ def test_a_replication_round_is_recorded_in_the_specs_words() -> None:
     # acks=-1: record 1 waits in the leader's purgatory until the HW passes offset 0.
     assert last["pending"] == frozenset({Record({"record": 1, "replica": 1, "offset": 0})})
     assert last["acked"] == frozenset()
+
+
+def test_an_acks_0_produce_is_logged_with_its_acks_and_never_waits() -> None:
+    """acks is per request: an acks=0 record in an acks=-1 run is neither pending nor acked."""
+    c = cluster()
+    rec = Recorder(c, TP, {})
+    rec.apply(c.next_record(TP, acks=0))
+    [event] = rec.apply(Deliver(-1, 1))
+    assert (event.action, event.args) == ("Produce", {"replica": 1, "record": 1, "acks": 0})
+    assert rec.state["log"][0] == ({"epoch": 0, "record": 1},)
+    assert rec.state["pending"] == frozenset() and rec.state["acked"] == frozenset()
+
+
+def test_copies_of_a_message_are_one_until_the_last_is_received() -> None:
+    """A duplicated fetch request is one element of msgs, there until both copies arrive."""
+    c = cluster()
+    rec = Recorder(c, TP, {})
+    rec.apply(DoWork(2, 1))
+    request = rec.state["msgs"]
+    rec.apply(Duplicate(2, 1))
+    assert rec.state["msgs"] == request
+    [first] = rec.apply(Deliver(2, 1))
+    assert first.action == "LeaderHandleFetch" and request <= first.state["msgs"]
+    [second] = rec.apply(Deliver(2, 1))
+    assert second.action == "LeaderHandleFetch" and not request & second.state["msgs"]
 
 
 def test_crash_and_detection_are_recorded() -> None:

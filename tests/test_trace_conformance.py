@@ -68,8 +68,8 @@ def test_a_random_walk_corpus_conforms() -> None:
 )
 def test_a_golden_trace_conforms_to_its_own_variant(path: Path) -> None:
     """A TLC counterexample conforms to the spec under the constants of its config (and
-    a lossless network, as the config has it): a spec change that no longer allows it must
-    re-record it."""
+    a network that neither loses nor duplicates, and producers that all use the variant's
+    acks, as the config has it): a spec change that no longer allows it must re-record it."""
     name = path.name.removesuffix(".itf.json")
     setup = setup_from_config(SPEC / f"{name}.cfg")
     params = SpecParams(
@@ -77,6 +77,8 @@ def test_a_golden_trace_conforms_to_its_own_variant(path: Path) -> None:
         min_insync_replicas=setup.min_insync_replicas,
         fetch_max_records=setup.fetch_max_records,
         lossy_network=False,
+        duplicating_network=False,
+        fire_and_forget=False,
     )
     [result] = check_texts([(name, path.read_text())], CheckSettings(params, SPEC, TLC))
     assert rejected([result]) == []
