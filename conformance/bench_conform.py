@@ -2,10 +2,11 @@
 
     python -m kreplica.conformance.bench_conform --traces 10000 --steps 100
 
-records a random-walk corpus of the correct protocol (JSON-lines files of --per-file traces),
-then checks it with Spark local[1], Spark local[2] and the process pool (--no-spark, 2
-workers), each in a fresh process, and prints events/s, the ratios the targets name, and the
-peak memory of the driver process (its own resident set, not Spark's JVM).
+records a random-walk corpus of the correct protocol (JSON-lines files of --per-file traces;
+or takes --corpus), then checks it with Spark local[1], Spark local[2] and the process pool
+(--no-spark, 2 workers), each in a fresh process, and prints events/s, the ratios the targets
+name, the load averages, and the peak memory of the driver process (its own resident set, not
+Spark's JVM).
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ def make_corpus(directory: Path, traces: int, steps: int, per_file: int, seed: i
     return events
 
 
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages (the machine may be shared)."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def run_mode(mode: str, corpus_dir: Path, out: Path, batch_size: int) -> Measured:
     """Run `kreplica conform` in a fresh process; time it and read its peak RSS."""
     code = (
@@ -102,22 +111,27 @@ def run_mode(mode: str, corpus_dir: Path, out: Path, batch_size: int) -> Measure
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--mode", "modes", multiple=True, type=click.Choice(list(MODES)),
               help="Modes to run (default: all three).")  # fmt: skip
+@click.option("--corpus", "given", type=click.Path(exists=True, path_type=Path),
+              help="Check this corpus (file or directory) instead of recording one.")  # fmt: skip
 def main(
-    traces: int, steps: int, per_file: int, batch_size: int, seed: int, modes: tuple[str, ...]
-) -> None:
+    traces: int, steps: int, per_file: int, batch_size: int, seed: int, modes: tuple[str, ...],
+    given: Path | None,
+) -> None:  # fmt: skip
     """Measure conformance checking throughput on Spark and on a process pool."""
     console = Console(highlight=False)
     with tempfile.TemporaryDirectory(prefix="kreplica-bench-") as tmp:
         root = Path(tmp)
-        console.print(f"recording {traces} traces of up to {steps} steps ...")
-        events = make_corpus(root / "corpus", traces, steps, per_file, seed)
-        console.print(f"corpus: {events} events in {-(-traces // per_file)} files")
+        source = given or root / "corpus"
+        if given is None:
+            console.print(f"recording {traces} traces of up to {steps} steps ...")
+            events = make_corpus(source, traces, steps, per_file, seed)
+            console.print(f"corpus: {events} events in {-(-traces // per_file)} files")
         results = []
         for mode in modes or tuple(MODES):
-            console.print(f"checking with {mode} ...")
-            results.append(
-                run_mode(mode, root / "corpus", root / re.sub(r"[^a-z0-9]+", "-", mode), batch_size)
-            )
+            console.print(f"checking with {mode} (load {_load()}) ...")
+            out = root / re.sub(r"[^a-z0-9]+", "-", mode)
+            results.append(run_mode(mode, source, out, batch_size))
+        console.print(f"load average at the end: {_load()}")
     table = Table("mode", "traces", "events", "seconds", "events/s", "driver peak MB", "exit")
     for m in results:
         table.add_row(m.mode, str(m.traces), str(m.events), f"{m.seconds:.1f}", f"{m.rate:,.0f}",
