@@ -4,13 +4,16 @@ local process pool, writing one result row per trace.
 Both runners share the unit of work: a batch of `(trace id, JSON text)` pairs checked by one
 TLC process (`tracecheck.check_texts`), which returns exactly one row per pair whatever goes
 wrong. The driver never holds the corpus: the process pool streams files and keeps a few
-batches in flight; Spark reads the files on its executors and the driver only reads results
-back from Parquet.
+batches in flight; on Spark the driver plans shares of about a batch each (runs of files, byte
+ranges of corpora: `sources.plan`), each task reads its own share and checks it, with no
+shuffle, and the driver only reads results back from Parquet.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -23,8 +26,18 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from kreplica.conformance import tlcdata
-from kreplica.conformance.results import JSON, PARQUET, SCHEMA, RowWriter
-from kreplica.conformance.sources import Item, batches, iter_local, split_file
+from kreplica.conformance.results import JSON, PARQUET, SCHEMA, RowWriter, iter_rows
+from kreplica.conformance.sources import (
+    Item,
+    batches,
+    iter_local,
+    local_files,
+    newlines,
+    number_lines,
+    plan,
+    read_share,
+    split_file,
+)
 from kreplica.conformance.tracecheck import (
     SPEC_MODULE,
     TRACE_MODULE,
@@ -100,11 +113,9 @@ class SparkRun:
     """Fault injection for tests: every task's first attempt fails, so Spark retries it."""
 
 
-def _uri(path: str) -> str:
-    """A local path as a file: URI; other URIs (hdfs://, s3a://, file:) unchanged."""
-    if "://" in path or path.startswith("file:"):
-        return path
-    return Path(path).resolve().as_uri()
+LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+"""Spark's JVM in local mode only schedules tasks and writes small rows: with the quick
+compiler and the serial collector it starts about 5 s sooner on a busy 2-core machine."""
 
 
 def spark_session(master: str) -> Any:
@@ -125,6 +136,8 @@ def spark_session(master: str) -> Any:
         .config("spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive", "true")
         .config("spark.python.worker.reuse", "true")
     )
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JVM_OPTIONS)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -180,26 +193,20 @@ def _spark_schema() -> Any:
 
 def run_spark(run: SparkRun, out: Path, progress: Progress) -> None:
     """Check every trace under `run.paths` on Spark; write Parquet and JSON to `out`."""
+    found = [(p, _local_path(p)) for p in run.paths]
+    named = [path for _, path in found if path is not None]
+    local = local_files(named) if named else []  # before Spark starts: bad paths fail fast
+    remote = [uri for uri, path in found if path is None]
     spark = spark_session(run.master)
     sc = spark.sparkContext
     for path in run.ship:
         sc.addFile(str(path))
     sc.addPyFile(str(package_zip()))
-    explicit = frozenset(_local_name(_uri(p)) for p in run.paths if Path(p).is_file())
-    files = sc.wholeTextFiles(
-        ",".join(_uri(p) for p in run.paths), minPartitions=sc.defaultParallelism
-    )
-    items = (
-        files.map(lambda kv: (_local_name(kv[0]), kv[1]))
-        .filter(lambda kv: _wanted(kv[0], explicit))
-        .flatMap(lambda kv: split_file(kv[0], kv[1]))
-    )
-    count = items.count()
-    tasks = max(1, -(-count // run.batch_size))
     settings, size, fail = run.settings, run.batch_size, run.fail_first_attempts
-    rows = items.repartition(tasks).mapPartitions(
+    rows = _traces(sc, local, remote, size).mapPartitions(
         lambda part: _check_partition(part, settings, size, fail)
     )
+    tasks = rows.getNumPartitions()
     out.mkdir(parents=True, exist_ok=True)
     watcher = _watch(sc, tasks, progress)
     try:
@@ -208,12 +215,48 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> None:
         frame.write.mode("overwrite").parquet(str(out / PARQUET))
     finally:
         watcher.set()
-    spark.read.parquet(str(out / PARQUET)).write.mode("overwrite").json(str(out / JSON))
+    _write_json(out)
 
 
-def _local_name(uri: str) -> str:
-    """A file: URI as a plain path (trace ids read better); other URIs unchanged."""
-    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+def _write_json(out: Path) -> None:
+    """results.json from the Parquet, a row a line, read back one record batch at a time."""
+    target = out / JSON
+    if target.is_dir():
+        shutil.rmtree(target)  # written by Spark in an older version
+    with target.open("w", encoding="utf-8") as handle:
+        for row in iter_rows(out / PARQUET):
+            handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+
+def _traces(sc: Any, local: list[Path], remote: list[str], batch_size: int) -> Any:
+    """Every input trace as an RDD of (id, text), a partition per share of about a batch, with
+    no shuffle: tasks read local files themselves; other URIs come through Spark's reader."""
+    parts = []
+    if local:
+        shares = plan(local, batch_size, sc.defaultParallelism)
+        shares = number_lines(shares, lambda segments: _count_newlines(sc, segments))
+        parts.append(sc.parallelize(shares, len(shares)).flatMap(read_share))
+    if remote:
+        explicit = frozenset(remote)
+        files = sc.wholeTextFiles(",".join(remote), minPartitions=sc.defaultParallelism)
+        parts.append(
+            files.filter(lambda kv: _wanted(kv[0], explicit)).flatMap(lambda kv: split_file(*kv))
+        )
+    return parts[0] if len(parts) == 1 else sc.union(parts)
+
+
+def _count_newlines(sc: Any, segments: list[tuple[str, int, int]]) -> list[int]:
+    """Newlines in each (path, start, end) byte range, counted by the executors in one job."""
+    ranges = sc.parallelize(segments, min(len(segments), sc.defaultParallelism))
+    return list(ranges.map(lambda segment: newlines(*segment)).collect())
+
+
+def _local_path(path: str) -> str | None:
+    """A local path or file: URI as an absolute path (executors may run elsewhere, and ids read
+    better); None for other URIs (hdfs://, s3a://), which Spark reads."""
+    if path.startswith("file:"):
+        return unquote(urlparse(path).path)
+    return None if "://" in path else str(Path(path).resolve())
 
 
 def _watch(sc: Any, tasks: int, progress: Progress) -> threading.Event:

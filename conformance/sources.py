@@ -3,17 +3,29 @@
 A trace is handed on as `(trace id, JSON text)`, unparsed: decoding happens in the worker
 that checks it, so a malformed trace becomes that trace's error row, not a crash. The id is
 the file's path, with `:line` for a corpus line.
+
+The input is planned as shares of roughly one batch each, so many workers can read it at
+once without passing the traces through anyone: a share is a group of whole ITF files, or the
+lines of a corpus that begin in a byte range (Hadoop's rule: a line belongs to the range
+holding its first byte). A range's first line number comes from counting the newlines before
+it (`number_lines`), which is all a reader needs to know about the rest of the file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
 
 from kreplica.conformance.errors import TraceError
 
 CORPUS_SUFFIXES = (".jsonl", ".ndjson")
 TRACE_SUFFIXES = (".json",)
+SAMPLE_BYTES = 1 << 20
+"""How much of each corpus the planner reads to estimate its bytes per trace."""
+READ_BYTES = 1 << 22
 
 Item = tuple[str, str]
 
@@ -27,7 +39,8 @@ def split_file(name: str, content: str) -> list[Item]:
     """The traces in one file's content: its lines for a corpus, else the whole file."""
     if not is_corpus(name):
         return [(name, content)]
-    return [(f"{name}:{n}", line) for n, line in enumerate(content.splitlines(), 1) if line.strip()]
+    lines = content.split("\n")
+    return [(f"{name}:{n}", line) for n, line in enumerate(lines, 1) if line.strip()]
 
 
 def local_files(paths: Sequence[str]) -> list[Path]:
@@ -50,20 +63,170 @@ def local_files(paths: Sequence[str]) -> list[Path]:
     return found
 
 
+@dataclass(frozen=True)
+class Whole:
+    """Whole trace files, one trace each."""
+
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lines:
+    """The lines of corpus `path` that begin in bytes [start, end); the first is line `line`."""
+
+    path: str
+    start: int
+    end: int
+    line: int = 1
+
+
+Share = Whole | Lines
+
+
+def read_share(share: Share) -> Iterator[Item]:
+    """The traces of one share, read lazily; an unreadable file is one item saying why."""
+    if isinstance(share, Whole):
+        for path in share.paths:
+            yield path, _read_whole(path)
+        return
+    try:
+        yield from _read_lines(share)
+    except OSError as err:
+        yield share.path, f"<unreadable: {err.strerror}>"
+
+
+def _read_whole(path: str) -> str:
+    """A whole file's text, or a marker that is not JSON when it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        return f"<unreadable: {err.strerror}>"
+
+
+def _read_lines(share: Lines) -> Iterator[Item]:
+    """The non-blank lines that begin in the share's byte range, numbered."""
+    with open(share.path, "rb") as handle:
+        position, number = share.start, share.line
+        if share.start > 0:  # the line under way at start belongs to the range before
+            handle.seek(share.start - 1)
+            position = share.start - 1 + len(handle.readline())
+        while position < share.end:
+            line = handle.readline()
+            if not line:
+                return
+            if line.strip():
+                yield f"{share.path}:{number}", line.decode("utf-8", errors="replace")
+            position, number = position + len(line), number + 1
+
+
 def iter_local(files: Iterable[Path]) -> Iterator[Item]:
     """Every trace of local `files`, one at a time (a corpus is read line by line)."""
     for path in files:
         name = str(path)
-        try:
-            if is_corpus(name):
-                with path.open(encoding="utf-8", errors="replace") as handle:
-                    for n, line in enumerate(handle, 1):
-                        if line.strip():
-                            yield f"{name}:{n}", line
-            else:
-                yield name, path.read_text(encoding="utf-8", errors="replace")
-        except OSError as err:
-            yield name, f"<unreadable: {err.strerror}>"
+        if is_corpus(name):
+            yield from read_share(Lines(name, 0, _size(name)))
+        else:
+            yield from read_share(Whole((name,)))
+
+
+def _size(path: str) -> int:
+    """A file's size in bytes (0 when it cannot be read: reading it will say why)."""
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
+
+
+def plan(files: Sequence[Path], batch_size: int, workers: int = 1) -> list[Share]:
+    """Shares of at most about `batch_size` traces: runs of ITF files, byte ranges of corpora.
+
+    Each kind comes in a multiple of `workers` shares (when there are enough traces), so the
+    last round of tasks keeps every worker busy. The line numbers of ranges after a corpus's
+    first are still to be filled in (`number_lines`)."""
+    names = [str(f) for f in files]
+    whole = [n for n in names if not is_corpus(n)]
+    shares: list[Share] = [Whole(g) for g in _split(whole, _tasks(len(whole), batch_size, workers))]
+    corpora = [(n, _size(n), _bytes_per_trace(n)) for n in names if is_corpus(n)]
+    traces = sum(size / per for _, size, per in corpora)
+    per_share = traces / _tasks(math.ceil(traces), batch_size, workers) if traces else 1.0
+    for name, size, per in corpora:
+        shares += _ranges(name, size, math.ceil(size / per / per_share - 1e-6))
+    return shares
+
+
+def _tasks(traces: int, batch_size: int, workers: int) -> int:
+    """Shares for `traces`: enough for batches of `batch_size`, a multiple of `workers`."""
+    batches = -(-traces // batch_size)
+    return max(1, min(traces, -(-batches // workers) * workers))
+
+
+def _split(names: list[str], parts: int) -> list[tuple[str, ...]]:
+    """`names` in `parts` runs of nearly equal length (none when there are no names)."""
+    if not names:
+        return []
+    size, extra = divmod(len(names), parts)
+    bounds = [i * size + min(i, extra) for i in range(parts + 1)]
+    return [tuple(names[a:b]) for a, b in pairwise(bounds)]
+
+
+def _ranges(path: str, size: int, count: int) -> list[Lines]:
+    """A corpus cut into `count` equal byte ranges (at least one, none empty unless it is)."""
+    step = max(1, -(-size // max(count, 1)))
+    return [Lines(path, start, min(start + step, size)) for start in range(0, max(size, 1), step)]
+
+
+def _bytes_per_trace(path: str) -> int:
+    """A corpus's bytes per line, estimated from its beginning."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(SAMPLE_BYTES)
+    except OSError:
+        return 1
+    lines = head.count(b"\n")
+    return max(1, (head.rindex(b"\n") + 1) // lines if lines else len(head))
+
+
+Counter = Callable[[list[tuple[str, int, int]]], list[int]]
+"""Counts the newlines in each (path, start, end) byte range, in order (in parallel, maybe)."""
+
+
+def number_lines(shares: list[Share], count: Counter) -> list[Share]:
+    """Fill in the first line number of every range but a corpus's first, with one call to
+    `count` over the bytes before each range (a corpus in one range needs none)."""
+    cuts = [s for s in shares if isinstance(s, Lines) and s.start > 0]
+    if not cuts:
+        return shares
+    starts: dict[str, list[int]] = {}
+    for cut in cuts:
+        starts.setdefault(cut.path, [0]).append(cut.start - 1)
+    segments = [(p, a, b) for p, cut in starts.items() for a, b in pairwise(cut)]
+    before: dict[tuple[str, int], int] = {}
+    total: dict[str, int] = {}
+    for (path, _, end), found in zip(segments, count(segments), strict=True):
+        total[path] = total.get(path, 0) + found
+        before[path, end + 1] = total[path]
+    return [
+        replace(s, line=before[s.path, s.start] + 2) if isinstance(s, Lines) and s.start > 0 else s
+        for s in shares
+    ]
+
+
+def newlines(path: str, start: int, end: int) -> int:
+    """How many newlines bytes [start, end) of a file hold (0 if it cannot be read: reading
+    its traces will say why)."""
+    found = 0
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            left = end - start
+            while left > 0:
+                block = handle.read(min(READ_BYTES, left))
+                if not block:
+                    break
+                found, left = found + block.count(b"\n"), left - len(block)
+    except OSError:
+        return 0
+    return found
 
 
 def batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:

@@ -15,6 +15,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,19 @@ from hypothesis import strategies as st
 from kreplica.conformance.cli import main
 from kreplica.conformance.conform import SparkRun, run_spark, ship_files
 from kreplica.conformance.corpus import corpus
+from kreplica.conformance.errors import TraceError
 from kreplica.conformance.itf import dumps_trace
 from kreplica.conformance.results import iter_rows
+from kreplica.conformance.sources import (
+    Lines,
+    Share,
+    Whole,
+    newlines,
+    number_lines,
+    plan,
+    read_share,
+    split_file,
+)
 from kreplica.conformance.specs import default_spec_dir
 from kreplica.conformance.tlc import TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.tracecheck import CheckSettings, SpecParams, check_texts
@@ -158,6 +170,53 @@ def test_corrupt_files_each_get_one_row(data: st.DataObject) -> None:
             assert result.verdict == "conforms"
 
 
+# ---------------------------------------------------------------- reading byte ranges
+
+LINES = st.lists(st.sampled_from(["", " ", "{}", '{"a": "\u00e9\u2028"}\r', "x" * 40]), max_size=12)
+
+
+def _numbered(shares: list[Share]) -> list[tuple[str, str]]:
+    """The traces of `shares` once their line numbers are filled in, newline-stripped."""
+    shares = number_lines(shares, lambda segments: [newlines(*s) for s in segments])
+    return [(i, t.rstrip("\n")) for share in shares for i, t in read_share(share)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lines=LINES, end=st.sampled_from(["", "\n"]), cuts=st.lists(st.integers(1, 600)))
+def test_byte_ranges_read_every_line_once_with_its_number(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], end: str, cuts: list[int]
+) -> None:
+    """Whatever the cuts, the ranges' lines are the file's, each once, numbered as in the file."""
+    text = "\n".join(lines) + end
+    path = tmp_path_factory.mktemp("ranges") / "c.jsonl"
+    path.write_text(text, encoding="utf-8")
+    size = path.stat().st_size
+    bounds = [0, *sorted({c for c in cuts if c < size}), size]
+    shares: list[Share] = [Lines(str(path), a, b) for a, b in pairwise(bounds)]
+    assert _numbered(shares) == split_file(str(path), text)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lines=LINES, batch=st.integers(1, 5), workers=st.integers(1, 3), itf=st.integers(0, 7))
+def test_a_plan_covers_every_trace(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], batch: int, workers: int, itf: int
+) -> None:
+    """Planned shares (ITF runs, corpus ranges) hold every trace once, in a multiple of workers."""
+    root = tmp_path_factory.mktemp("plan")
+    text = "\n".join(lines)
+    (root / "c.jsonl").write_text(text, encoding="utf-8")
+    files = [root / f"t{i}.itf.json" for i in range(itf)]
+    for f in files:
+        f.write_text("{}")
+    shares = plan([*files, root / "c.jsonl"], batch, workers)
+    wholes = [s for s in shares if isinstance(s, Whole)]
+    assert [p for s in wholes for p in s.paths] == [str(f) for f in files]
+    assert len(wholes) % workers == 0 or len(wholes) == itf
+    assert _numbered([s for s in shares if isinstance(s, Lines)]) == split_file(
+        str(root / "c.jsonl"), text
+    )
+
+
 # ---------------------------------------------------------------- the process pool
 
 
@@ -230,30 +289,36 @@ def test_a_killed_tlc_process_costs_no_result(tmp_path: Path) -> None:
 
 
 def test_spark_end_to_end_with_retried_tasks(tmp_path: Path, settings_: CheckSettings) -> None:
-    """Spark reads the files on its executors, ships the spec and jar, retries failed tasks:
-    one row per trace, results as Parquet and JSON."""
+    """Spark's tasks read their own byte ranges of the files, ship the spec and jar, retry
+    failed tasks: one row per trace, line numbers as in the file, Parquet and JSON."""
     corpus_dir = tmp_path / "corpus"
     corpus_dir.mkdir()
     write_corpus(corpus_dir / "a.jsonl", walks(3, 10, seed=21))
-    write_corpus(corpus_dir / "b.jsonl", [*walks(2, 10, seed=22), "not json"])
+    write_corpus(corpus_dir / "b.jsonl", [*walks(2, 10, seed=22), "", "not json"])
+    (corpus_dir / "one.itf.json").write_text(walks(1, 6, seed=23)[0])
     (corpus_dir / "ignored.txt").write_text("not a trace file")
     out = tmp_path / "out"
     ship = ship_files(settings_)
     run = SparkRun([str(corpus_dir)], settings_, 2, SPARK_MASTER, ship, fail_first_attempts=True)
     run_spark(run, out, lambda done, total: None)
     found = list(iter_rows(out / "results.parquet"))
-    ids = sorted(r["trace_id"] for r in found)
     expected = [f"{corpus_dir / 'a.jsonl'}:{n}" for n in (1, 2, 3)]
-    expected += [f"{corpus_dir / 'b.jsonl'}:{n}" for n in (1, 2, 3)]
-    assert ids == sorted(expected)
-    assert Counter(r["verdict"] for r in found) == {"conforms": 5, "error": 1}
-    assert pq.read_table(out / "results.parquet").num_rows == 6
-    json_rows = [
-        json.loads(line)
-        for part in (out / "results.json").glob("part-*")
-        for line in part.read_text().splitlines()
-    ]
-    assert len(json_rows) == 6
+    expected += [f"{corpus_dir / 'b.jsonl'}:{n}" for n in (1, 2, 4)]
+    assert sorted(r["trace_id"] for r in found) == sorted(
+        [*expected, str(corpus_dir / "one.itf.json")]
+    )
+    assert Counter(r["verdict"] for r in found) == {"conforms": 6, "error": 1}
+    assert pq.read_table(out / "results.parquet").num_rows == 7
+    json_rows = [json.loads(line) for line in (out / "results.json").read_text().splitlines()]
+    assert sorted(r["trace_id"] for r in json_rows) == sorted(r["trace_id"] for r in found)
+
+
+def test_spark_rejects_a_missing_path_before_starting(
+    tmp_path: Path, settings_: CheckSettings
+) -> None:
+    run = SparkRun([str(tmp_path / "nope.jsonl")], settings_, 2, SPARK_MASTER, [])
+    with pytest.raises(TraceError, match="no such file"):
+        run_spark(run, tmp_path / "out", lambda done, total: None)
 
 
 def test_spark_cli(tmp_path: Path) -> None:
