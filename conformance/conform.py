@@ -5,8 +5,9 @@ Both runners share the unit of work: a batch of `(trace id, JSON text)` pairs ch
 TLC process (`tracecheck.check_texts`), which returns exactly one row per pair whatever goes
 wrong. The driver never holds the corpus: the process pool streams files and keeps a few
 batches in flight; on Spark the driver plans shares of about a batch each (runs of files, byte
-ranges of corpora: `sources.plan`), each task reads its own share and checks it, with no
-shuffle, and the driver only reads results back from Parquet.
+ranges of corpora: `sources.plan`), and each task reads its own share, checks it and writes its
+rows as one Parquet part file, so no trace or row passes through Spark's JVM and nothing is
+shuffled. The driver reads the results back from Parquet in record batches.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from kreplica.conformance import tlcdata
 from kreplica.conformance.results import JSON, PARQUET, SCHEMA, RowWriter, iter_rows
 from kreplica.conformance.sources import (
@@ -69,6 +72,8 @@ class PoolRun:
 
 def run_pool(run: PoolRun, out: Path, progress: Progress) -> None:
     """Check every trace of `run.files` in a process pool; write rows to `out` as they come."""
+    for older in (out / PARQUET, out / JSON):
+        _remove(older)
     writer = RowWriter(out)
     done = 0
     try:
@@ -148,47 +153,48 @@ def _wanted(name: str, explicit: frozenset[str]) -> bool:
     return name in explicit or name.endswith((".itf.json", ".jsonl", ".ndjson"))
 
 
-def _check_partition(
-    rows: Iterator[tuple[str, str]], settings: CheckSettings, batch_size: int, fail: bool
-) -> Iterator[tuple[Any, ...]]:
-    """A Spark task: check its traces in batches, with the spec and jar Spark shipped to it."""
-    from pyspark import SparkFiles, TaskContext
+@dataclass(frozen=True)
+class TaskJob:
+    """What every Spark task needs: the settings, the batch size, where parts go, a fault."""
+
+    settings: CheckSettings
+    batch_size: int
+    parts: Path
+    fail_first_attempt: bool
+
+
+def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[int]:
+    """A Spark task: check its traces in batches, with the spec and jar Spark shipped to it,
+    and write their rows as Parquet part `index`; a retried task replaces its part whole."""
+    from pyspark import TaskContext
 
     context = TaskContext.get()
-    if fail and context is not None and context.attemptNumber() == 0:
+    attempt = context.attemptNumber() if context is not None else 0
+    if job.fail_first_attempt and attempt == 0:
         raise RuntimeError("injected failure of a task's first attempt (test)")
+    settings = _shipped(job.settings)
+    temp = job.parts / f".part-{index:05d}-{attempt}-{os.getpid()}.tmp"  # hidden from readers
+    rows = 0
+    with pq.ParquetWriter(temp, SCHEMA) as writer:
+        for batch in batches(traces, job.batch_size):
+            checked = check_items(batch, settings)
+            writer.write_table(pa.Table.from_pylist(checked, schema=SCHEMA))
+            rows += len(checked)
+    os.replace(temp, job.parts / f"part-{index:05d}.parquet")
+    yield rows
+
+
+def _shipped(settings: CheckSettings) -> CheckSettings:
+    """`settings` with the spec, jar and reader classes Spark shipped to this executor."""
+    from pyspark import SparkFiles
+
     jar, shipped = settings.tlc.jar, Path(SparkFiles.get(f"{SPEC_MODULE}.tla")).parent
-    local = replace(
+    return replace(
         settings,
         spec_dir=shipped,
         tlc=replace(settings.tlc, jar=Path(SparkFiles.get(jar.name)) if jar else None),
         reader=shipped if settings.reader else None,  # its classes were shipped beside the spec
     )
-    names = [name for name, _ in SCHEMA_COLUMNS]
-    for batch in batches(rows, batch_size):
-        for row in check_items(batch, local):
-            yield tuple(row[n] for n in names)
-
-
-SCHEMA_COLUMNS = [(f.name, f.type) for f in SCHEMA]
-
-
-def _spark_schema() -> Any:
-    """The result schema as a Spark StructType."""
-    from pyspark.sql import types as T
-
-    kinds: dict[str, Any] = {
-        "string": T.StringType(),
-        "int64": T.LongType(),
-        "double": T.DoubleType(),
-    }
-    fields = []
-    for name, kind in SCHEMA_COLUMNS:
-        spark_type = (
-            T.ArrayType(T.StringType()) if str(kind).startswith("list") else kinds[str(kind)]
-        )
-        fields.append(T.StructField(name, spark_type, True))
-    return T.StructType(fields)
 
 
 def run_spark(run: SparkRun, out: Path, progress: Progress) -> None:
@@ -197,32 +203,43 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> None:
     named = [path for _, path in found if path is not None]
     local = local_files(named) if named else []  # before Spark starts: bad paths fail fast
     remote = [uri for uri, path in found if path is None]
-    spark = spark_session(run.master)
-    sc = spark.sparkContext
+    sc = spark_session(run.master).sparkContext
     for path in run.ship:
         sc.addFile(str(path))
     sc.addPyFile(str(package_zip()))
-    settings, size, fail = run.settings, run.batch_size, run.fail_first_attempts
-    rows = _traces(sc, local, remote, size).mapPartitions(
-        lambda part: _check_partition(part, settings, size, fail)
-    )
-    tasks = rows.getNumPartitions()
-    out.mkdir(parents=True, exist_ok=True)
-    watcher = _watch(sc, tasks, progress)
+    parts = _fresh(out.resolve() / PARQUET)
+    job = TaskJob(run.settings, run.batch_size, parts, run.fail_first_attempts)
+    traces = _traces(sc, local, remote, run.batch_size)
+    watcher = _watch(sc, traces.getNumPartitions(), progress)
     try:
         sc.setJobGroup("kreplica-conform", "check traces", interruptOnCancel=True)
-        frame = spark.createDataFrame(rows, _spark_schema())
-        frame.write.mode("overwrite").parquet(str(out / PARQUET))
+        traces.mapPartitionsWithIndex(lambda i, part: _check_share(i, part, job)).collect()
     finally:
         watcher.set()
+    for leftover in parts.glob(".part-*.tmp"):  # from attempts that failed
+        leftover.unlink()
     _write_json(out)
+
+
+def _fresh(directory: Path) -> Path:
+    """An empty directory at `directory` (an older run's results there are removed)."""
+    _remove(directory)
+    directory.mkdir(parents=True)
+    return directory
+
+
+def _remove(path: Path) -> None:
+    """Remove an older run's results: Spark's are directories of parts, the pool's files."""
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
 
 
 def _write_json(out: Path) -> None:
     """results.json from the Parquet, a row a line, read back one record batch at a time."""
     target = out / JSON
-    if target.is_dir():
-        shutil.rmtree(target)  # written by Spark in an older version
+    _remove(target)
     with target.open("w", encoding="utf-8") as handle:
         for row in iter_rows(out / PARQUET):
             handle.write(json.dumps(row, separators=(",", ":")) + "\n")

@@ -309,6 +309,7 @@ def test_spark_end_to_end_with_retried_tasks(tmp_path: Path, settings_: CheckSet
     )
     assert Counter(r["verdict"] for r in found) == {"conforms": 6, "error": 1}
     assert pq.read_table(out / "results.parquet").num_rows == 7
+    assert not list((out / "results.parquet").glob(".*")), "a failed attempt left its part"
     json_rows = [json.loads(line) for line in (out / "results.json").read_text().splitlines()]
     assert sorted(r["trace_id"] for r in json_rows) == sorted(r["trace_id"] for r in found)
 
@@ -322,7 +323,13 @@ def test_spark_rejects_a_missing_path_before_starting(
 
 
 def test_spark_cli(tmp_path: Path) -> None:
+    """Spark's results replace an older run's in the same directory, and the pool's Spark's."""
     path = write_corpus(tmp_path / "c.jsonl", walks(2, 8, seed=31))
-    result = conform(str(path), "--master", SPARK_MASTER, "--out", str(tmp_path / "o"))
+    out = tmp_path / "o"
+    assert conform(str(path), "--no-spark", "--out", str(out)).exit_code == 0
+    result = conform(str(path), "--master", SPARK_MASTER, "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert {r["verdict"] for r in rows(tmp_path / "o")} == {"conforms"}
+    assert [r["verdict"] for r in rows(out)] == ["conforms"] * 2
+    assert len((out / "results.json").read_text().splitlines()) == 2
+    assert conform(str(path), "--no-spark", "--out", str(out)).exit_code == 0  # and back
+    assert len(rows(out)) == 2
