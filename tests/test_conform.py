@@ -1,6 +1,6 @@
 """`kreplica conform`: TLC trace validation, on a process pool and on Spark (local mode).
 
-Real TLC, real PySpark, real files. One SparkSession (local[2,2]: two threads, a task may
+Real TLC, real PySpark, real files. One SparkContext (local[2,2]: two threads, a task may
 fail once) serves every Spark test. The corpora are short random walks of the correct
 protocol (kreplica.conformance.corpus), so every one must conform.
 """
