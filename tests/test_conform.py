@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kreplica.conformance import conform as conform_module
 from kreplica.conformance.cli import main
 from kreplica.conformance.conform import SparkRun, run_spark, ship_files
 from kreplica.conformance.corpus import corpus
@@ -312,6 +313,20 @@ def test_spark_end_to_end_with_retried_tasks(tmp_path: Path, settings_: CheckSet
     assert not list((out / "results.parquet").glob(".*")), "a failed attempt left its part"
     json_rows = [json.loads(line) for line in (out / "results.json").read_text().splitlines()]
     assert sorted(r["trace_id"] for r in json_rows) == sorted(r["trace_id"] for r in found)
+
+
+def test_spark_reads_other_uris_through_spark(
+    tmp_path: Path, settings_: CheckSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URI the driver cannot open (hdfs://, s3a://) is read by Spark's own reader, each file
+    whole; here a file: URI stands in for one."""
+    monkeypatch.setattr(conform_module, "_local_path", lambda path: None)
+    path = write_corpus(tmp_path / "c.jsonl", [*walks(2, 6, seed=41), "", "{"])
+    out = tmp_path / "out"
+    run = SparkRun([path.as_uri()], settings_, 2, SPARK_MASTER, ship_files(settings_))
+    run_spark(run, out, lambda done, total: None)
+    found = {r["trace_id"].rsplit(":", 1)[1]: r["verdict"] for r in rows(out)}
+    assert found == {"1": "conforms", "2": "conforms", "4": "error"}
 
 
 def test_spark_rejects_a_missing_path_before_starting(
