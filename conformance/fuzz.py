@@ -980,6 +980,8 @@ def failure_trace(result: FuzzResult) -> ItfTrace:
         "violation": {"invariant": f.invariant, "reason": f.reason},
         "variant": variant_to_json(result.setup.variant),
         "replicas": result.setup.replicas,
+        "min_insync_replicas": CONFIG.min_insync_replicas,
+        "fetch_max_records": FETCH_MAX_RECORDS,
         "seed": result.seed,
         "impl_steps": steps_json(f.steps),
     }

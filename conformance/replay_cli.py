@@ -10,6 +10,7 @@ from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
 from kreplica.conformance.itf import ItfTrace, read_trace
 from kreplica.conformance.projection import SPEC_VARS
 from kreplica.conformance.replay import SPEC_ACTIONS, ReplayResult, Setup, replay, setup_from_config
+from kreplica.conformance.schedule import variant_from_json
 from kreplica.conformance.specs import resolve_spec_dir
 from kreplica.impl.variants import VariantError, parse_variant
 from rich.console import Console
@@ -37,12 +38,15 @@ def check_vocabulary(trace: ItfTrace) -> None:
 def choose_setup(
     trace: ItfTrace, spec_dir: Path, variants: tuple[str, ...], bugs: tuple[str, ...]
 ) -> Setup:
-    """The cluster to replay on: the options, else the trace's config, else the trace's size."""
+    """The cluster to replay on: the options, else the trace's config, else the set-up a fuzz
+    trace records, else the correct protocol on the trace's size."""
     config = trace.meta.get("config")
     if not variants and not bugs and isinstance(config, str):
         path = spec_dir / f"{config}.cfg"
         if path.is_file():
             return setup_from_config(path)
+    if not variants and not bugs and trace.meta.get("source") == "kreplica fuzz":
+        return _fuzz_setup(trace)
     try:
         variant = parse_variant(variants, bugs)
     except VariantError as exc:
@@ -50,6 +54,29 @@ def choose_setup(
     logs = trace.states[0].values.get("log")
     replicas = len(logs) if isinstance(logs, tuple) and logs else 3
     return Setup(replicas=replicas, variant=variant)
+
+
+def _fuzz_setup(trace: ItfTrace) -> Setup:
+    """The set-up in a `kreplica fuzz` trace's #meta: a saved failure's `variant` object, or a
+    corpus trace's `dimensions` and `bugs`; its replicas and broker config."""
+    meta = trace.meta
+    recorded = meta.get("variant")
+    if not isinstance(recorded, dict):
+        recorded = {"dimensions": meta.get("dimensions", {}), "bugs": meta.get("bugs", [])}
+    variant = variant_from_json(recorded, "#meta.variant")
+    numbers: dict[str, int] = {}
+    for key in ("replicas", "min_insync_replicas", "fetch_max_records"):
+        value = meta.get(key)
+        numbers[key] = value if isinstance(value, int) and value > 0 else 0
+    if not all(numbers.values()):
+        raise TraceError("a kreplica fuzz trace must record replicas, min_insync_replicas and "
+                         "fetch_max_records in #meta as positive integers")  # fmt: skip
+    return Setup(
+        replicas=numbers["replicas"],
+        variant=variant,
+        min_insync_replicas=numbers["min_insync_replicas"],
+        fetch_max_records=numbers["fetch_max_records"],
+    )
 
 
 def report(result: ReplayResult, console: Console) -> None:
@@ -84,7 +111,8 @@ def replay_command(
 
     TRACE is an ITF file: a counterexample of `kreplica check` (its config gives the variant),
     a golden trace of traces/, or a fuzz trace. Without --variant/--bug the variant is read
-    from the trace's config, else the correct protocol is used.
+    from the trace's config, or from the set-up a fuzz trace records, else the correct
+    protocol is used.
     """
     trace = read_trace(trace_path)
     check_vocabulary(trace)

@@ -51,3 +51,22 @@ def test_its_trace_is_short_and_says_the_same(path: Path) -> None:
     assert trace.meta["violation"] == {"invariant": invariant, "reason": reason}
     assert len(trace.meta["impl_steps"]) == len(schedule.steps)
     assert len(trace.states) - 1 <= MAX_SPEC_ACTIONS
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bug-no-leso-guard-r3-fe2-s9",
+        "truncation-hw-r3-fcedpi4-s1",
+        "election-unclean-r3-fcedpi4-s0",
+    ],
+)
+def test_kreplica_replay_reads_the_fuzz_set_up(name: str) -> None:
+    """`kreplica replay` on a saved fuzz trace, without options, replays it under the variant
+    and broker config its #meta records, state for state."""
+    from click.testing import CliRunner
+    from kreplica.conformance.replay_cli import replay_command
+
+    result = CliRunner().invoke(replay_command, [str(REGRESSIONS / f"{name}.itf.json")])
+    assert result.exit_code == 0, result.output
+    assert "conforms" in result.output
