@@ -105,7 +105,7 @@ class Setup:
             replica_fetch_max_bytes=self.fetch_max_records,
         )
         brokers = tuple(range(1, self.replicas + 1))
-        return Cluster(brokers, {TP.topic: 1}, variant=self.variant, config=config)
+        return Cluster(brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=config)
 
 
 @dataclass(frozen=True)

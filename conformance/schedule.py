@@ -114,9 +114,11 @@ class Schedule:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def cluster(self) -> Cluster:
-        """A fresh cluster to run the schedule on: partition t-0 on replicas 1..n."""
+        """A fresh cluster to run the schedule on: partition t-0 on all its brokers, 1..n."""
         brokers = tuple(range(1, self.replicas + 1))
-        return Cluster(brokers, {TP.topic: 1}, variant=self.variant, config=self.config)
+        return Cluster(
+            brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=self.config
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The schedule as a JSON object."""

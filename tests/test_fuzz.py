@@ -71,6 +71,13 @@ def test_a_seed_generates_the_same_runs_whatever_modules_are_loaded(
     assert campaign("after") == before
 
 
+@pytest.mark.parametrize("replicas", [2, 4, 5])
+def test_every_cluster_size_the_cli_allows(replicas: int) -> None:
+    """--replicas 2..5: the partition lives on every broker, and the correct protocol survives."""
+    result = run_fuzz(FuzzSetup(replicas=replicas), examples=25, max_steps=40, seed_value=0)
+    assert result.failure is None, result.failure and result.failure.reason
+
+
 def test_correct_protocol_keeps_every_invariant_under_every_fault() -> None:
     """150 runs of up to 50 steps, every fault on: no invariant fails (make test's size)."""
     result = run_fuzz(FuzzSetup(), examples=150, max_steps=50, seed_value=0)
