@@ -80,19 +80,27 @@ class Lines:
     line: int = 1
 
 
-Share = Whole | Lines
+Piece = Whole | Lines
+Share = tuple[Piece, ...]
+"""A task's input: pieces of files in order, about a batch of traces in all."""
 
 
 def read_share(share: Share) -> Iterator[Item]:
-    """The traces of one share, read lazily; an unreadable file is one item saying why."""
-    if isinstance(share, Whole):
-        for path in share.paths:
+    """The traces of one share, read lazily."""
+    for piece in share:
+        yield from read_piece(piece)
+
+
+def read_piece(piece: Piece) -> Iterator[Item]:
+    """The traces of one piece, read lazily; an unreadable file is one item saying why."""
+    if isinstance(piece, Whole):
+        for path in piece.paths:
             yield path, _read_whole(path)
         return
     try:
-        yield from _read_lines(share)
+        yield from _read_lines(piece)
     except OSError as err:
-        yield share.path, f"<unreadable: {err.strerror}>"
+        yield piece.path, f"<unreadable: {err.strerror}>"
 
 
 def _read_whole(path: str) -> str:
@@ -124,9 +132,9 @@ def iter_local(files: Iterable[Path]) -> Iterator[Item]:
     for path in files:
         name = str(path)
         if is_corpus(name):
-            yield from read_share(Lines(name, 0, _size(name)))
+            yield from read_piece(Lines(name, 0, _size(name)))
         else:
-            yield from read_share(Whole((name,)))
+            yield from read_piece(Whole((name,)))
 
 
 def _size(path: str) -> int:
@@ -138,20 +146,30 @@ def _size(path: str) -> int:
 
 
 def plan(files: Sequence[Path], batch_size: int, workers: int = 1) -> list[Share]:
-    """Shares of at most about `batch_size` traces: runs of ITF files, byte ranges of corpora.
+    """Shares of at most about `batch_size` traces, as many as a multiple of `workers` (when
+    there are enough traces) so the last round of tasks keeps every worker busy.
 
-    Each kind comes in a multiple of `workers` shares (when there are enough traces), so the
-    last round of tasks keeps every worker busy. The line numbers of ranges after a corpus's
-    first are still to be filled in (`number_lines`)."""
+    The files are laid end to end, measured in traces (a corpus's estimated from its first
+    bytes), and cut into equal shares: an ITF file is never cut, a corpus is cut at byte
+    offsets. The line numbers of ranges that do not begin a corpus are still to be filled in
+    (`number_lines`)."""
     names = [str(f) for f in files]
-    whole = [n for n in names if not is_corpus(n)]
-    shares: list[Share] = [Whole(g) for g in _split(whole, _tasks(len(whole), batch_size, workers))]
-    corpora = [(n, _size(n), _bytes_per_trace(n)) for n in names if is_corpus(n)]
-    traces = sum(size / per for _, size, per in corpora)
-    per_share = traces / _tasks(math.ceil(traces), batch_size, workers) if traces else 1.0
-    for name, size, per in corpora:
-        shares += _ranges(name, size, math.ceil(size / per / per_share - 1e-6))
-    return shares
+    sizes = [_size(n) for n in names]
+    traces = [_traces_in(n, s) for n, s in zip(names, sizes, strict=True)]
+    count = _tasks(math.ceil(sum(traces) - 1e-6), batch_size, workers)
+    per = sum(traces) / count or 1.0
+    shares: list[list[Piece]] = [[] for _ in range(count)]
+    before = 0.0
+    for name, size, length in zip(names, sizes, traces, strict=True):
+        for index, piece in _pieces(name, size, before / per, length / per):
+            shares[min(index, count - 1)].append(piece)
+        before += length
+    return [_merged(pieces) for pieces in shares if pieces]
+
+
+def _traces_in(name: str, size: int) -> float:
+    """A file's traces: one for an ITF file, a corpus's estimated from its first bytes."""
+    return size / _bytes_per_trace(name) if is_corpus(name) else 1.0
 
 
 def _tasks(traces: int, batch_size: int, workers: int) -> int:
@@ -160,19 +178,31 @@ def _tasks(traces: int, batch_size: int, workers: int) -> int:
     return max(1, min(traces, -(-batches // workers) * workers))
 
 
-def _split(names: list[str], parts: int) -> list[tuple[str, ...]]:
-    """`names` in `parts` runs of nearly equal length (none when there are no names)."""
-    if not names:
-        return []
-    size, extra = divmod(len(names), parts)
-    bounds = [i * size + min(i, extra) for i in range(parts + 1)]
-    return [tuple(names[a:b]) for a, b in pairwise(bounds)]
+def _pieces(name: str, size: int, start: float, length: float) -> Iterator[tuple[int, Piece]]:
+    """A file's pieces and their shares, the file spanning [start, start + length) shares."""
+    if not is_corpus(name):
+        yield int(start), Whole((name,))
+        return
+    if size == 0:  # nothing to read, or unreadable: reading says so
+        yield int(start), Lines(name, 0, 0)
+        return
+    first, last = int(start), max(int(start), math.ceil(start + length) - 1)
+    for index in range(first, last + 1):
+        low = 0 if index == first else round((index - start) / length * size)
+        high = size if index == last else round((index + 1 - start) / length * size)
+        if low < high:
+            yield index, Lines(name, low, high)
 
 
-def _ranges(path: str, size: int, count: int) -> list[Lines]:
-    """A corpus cut into `count` equal byte ranges (at least one, none empty unless it is)."""
-    step = max(1, -(-size // max(count, 1)))
-    return [Lines(path, start, min(start + step, size)) for start in range(0, max(size, 1), step)]
+def _merged(pieces: list[Piece]) -> Share:
+    """A share's pieces, with runs of whole files joined into one piece."""
+    merged: list[Piece] = []
+    for piece in pieces:
+        if isinstance(piece, Whole) and merged and isinstance(merged[-1], Whole):
+            merged[-1] = Whole(merged[-1].paths + piece.paths)
+        else:
+            merged.append(piece)
+    return tuple(merged)
 
 
 def _bytes_per_trace(path: str) -> int:
@@ -193,7 +223,7 @@ Counter = Callable[[list[tuple[str, int, int]]], list[int]]
 def number_lines(shares: list[Share], count: Counter) -> list[Share]:
     """Fill in the first line number of every range but a corpus's first, with one call to
     `count` over the bytes before each range (a corpus in one range needs none)."""
-    cuts = [s for s in shares if isinstance(s, Lines) and s.start > 0]
+    cuts = [p for share in shares for p in share if isinstance(p, Lines) and p.start > 0]
     if not cuts:
         return shares
     starts: dict[str, list[int]] = {}
@@ -204,11 +234,16 @@ def number_lines(shares: list[Share], count: Counter) -> list[Share]:
     total: dict[str, int] = {}
     for (path, _, end), found in zip(segments, count(segments), strict=True):
         total[path] = total.get(path, 0) + found
-        before[path, end + 1] = total[path]
-    return [
-        replace(s, line=before[s.path, s.start] + 2) if isinstance(s, Lines) and s.start > 0 else s
-        for s in shares
-    ]
+        # its first line: past the newlines before `end` and the line under way there
+        before[path, end + 1] = total[path] + 2
+    return [tuple(_numbered(p, before) for p in share) for share in shares]
+
+
+def _numbered(piece: Piece, first_lines: dict[tuple[str, int], int]) -> Piece:
+    """A piece with the number of its first line, when it begins inside a corpus."""
+    if isinstance(piece, Lines) and piece.start > 0:
+        return replace(piece, line=first_lines[piece.path, piece.start])
+    return piece
 
 
 def newlines(path: str, start: int, end: int) -> int:

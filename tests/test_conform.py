@@ -34,7 +34,7 @@ from kreplica.conformance.results import iter_rows
 from kreplica.conformance.sources import (
     Lines,
     Share,
-    Whole,
+    iter_local,
     newlines,
     number_lines,
     plan,
@@ -193,29 +193,44 @@ def test_byte_ranges_read_every_line_once_with_its_number(
     path.write_text(text, encoding="utf-8")
     size = path.stat().st_size
     bounds = [0, *sorted({c for c in cuts if c < size}), size]
-    shares: list[Share] = [Lines(str(path), a, b) for a, b in pairwise(bounds)]
+    shares: list[Share] = [(Lines(str(path), a, b),) for a, b in pairwise(bounds)]
     assert _numbered(shares) == split_file(str(path), text)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
-@given(lines=LINES, batch=st.integers(1, 5), workers=st.integers(1, 3), itf=st.integers(0, 7))
-def test_a_plan_covers_every_trace(
-    tmp_path_factory: pytest.TempPathFactory, lines: list[str], batch: int, workers: int, itf: int
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    files=st.lists(st.one_of(st.none(), LINES), max_size=5),
+    batch=st.integers(1, 5),
+    workers=st.integers(1, 3),
+)
+def test_a_plan_covers_every_trace_in_order(
+    tmp_path_factory: pytest.TempPathFactory,
+    files: list[list[str] | None],
+    batch: int,
+    workers: int,
 ) -> None:
-    """Planned shares (ITF runs, corpus ranges) hold every trace once, in a multiple of workers."""
+    """Planned shares (runs of ITF files, byte ranges of corpora, across files) read every
+    trace once, in order, with the ids the process pool gives them."""
     root = tmp_path_factory.mktemp("plan")
-    text = "\n".join(lines)
-    (root / "c.jsonl").write_text(text, encoding="utf-8")
-    files = [root / f"t{i}.itf.json" for i in range(itf)]
-    for f in files:
-        f.write_text("{}")
-    shares = plan([*files, root / "c.jsonl"], batch, workers)
-    wholes = [s for s in shares if isinstance(s, Whole)]
-    assert [p for s in wholes for p in s.paths] == [str(f) for f in files]
-    assert len(wholes) % workers == 0 or len(wholes) == itf
-    assert _numbered([s for s in shares if isinstance(s, Lines)]) == split_file(
-        str(root / "c.jsonl"), text
-    )
+    paths = []
+    for n, lines in enumerate(files):
+        paths.append(root / (f"t{n}.itf.json" if lines is None else f"c{n}.jsonl"))
+        paths[-1].write_text("{}" if lines is None else "\n".join(lines), encoding="utf-8")
+    shares = plan(paths, batch, workers)
+    assert all(shares)
+    expected = [(i, t.rstrip("\n")) for i, t in iter_local(paths)]
+    assert _numbered(shares) == expected
+
+
+def test_shares_hold_a_batch_at_most_and_keep_every_worker_busy(tmp_path: Path) -> None:
+    """Two corpora of 10 equal lines, batches of 3: 20 traces in 7 shares, one crossing from
+    one file to the next; with 2 workers, 8 shares (a multiple of 2)."""
+    paths = [write_corpus(tmp_path / f"{n}.jsonl", ["{}" * 10] * 10) for n in "ab"]
+    assert len(plan(paths, 3, 2)) == 8
+    shares = plan(paths, 3, 1)
+    sizes = [sum(1 for _ in read_share(s)) for s in number_lines(shares, lambda g: [0] * len(g))]
+    assert len(shares) == 7 and sum(sizes) == 20 and max(sizes) <= 3
+    assert any(len({p.path for p in s if isinstance(p, Lines)}) == 2 for s in shares)
 
 
 # ---------------------------------------------------------------- the process pool
