@@ -264,13 +264,14 @@ def newlines(path: str, start: int, end: int) -> int:
     return found
 
 
-def batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
-    """Group items into lists of at most `size`."""
+def batches(items: Iterable[Item], size: int, slack: int = 0) -> Iterator[list[Item]]:
+    """Group items into lists of `size`; a last remainder of at most `slack` items joins the
+    list before it instead of making a list (and a TLC process) of its own."""
     batch: list[Item] = []
     for item in items:
         batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
+        if len(batch) > size + slack:  # more than the slack follows: the first `size` are a list
+            yield batch[:size]
+            batch = batch[size:]
     if batch:
         yield batch

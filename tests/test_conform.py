@@ -34,6 +34,7 @@ from kreplica.conformance.results import iter_rows
 from kreplica.conformance.sources import (
     Lines,
     Share,
+    batches,
     iter_local,
     newlines,
     number_lines,
@@ -231,6 +232,20 @@ def test_shares_hold_a_batch_at_most_and_keep_every_worker_busy(tmp_path: Path) 
     sizes = [sum(1 for _ in read_share(s)) for s in number_lines(shares, lambda g: [0] * len(g))]
     assert len(shares) == 7 and sum(sizes) == 20 and max(sizes) <= 3
     assert any(len({p.path for p in s if isinstance(p, Lines)}) == 2 for s in shares)
+
+
+@given(n=st.integers(0, 60), size=st.integers(1, 12), slack=st.integers(0, 4))
+def test_batches_keep_order_and_fold_a_small_remainder_into_the_last(
+    n: int, size: int, slack: int
+) -> None:
+    """Full batches, then a last one of at most `size + slack` that is not a lone sliver."""
+    items = [(str(i), "") for i in range(n)]
+    found = list(batches(items, size, slack))
+    assert [item for batch in found for item in batch] == items
+    assert all(len(batch) == size for batch in found[:-1])
+    if found:
+        assert 0 < len(found[-1]) <= size + slack
+        assert len(found) == 1 or len(found[-1]) > slack
 
 
 # ---------------------------------------------------------------- the process pool
