@@ -8,11 +8,7 @@ protocol (kreplica.conformance.corpus), so every one must conform.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import threading
-import time
+import shutil
 import xml.etree.ElementTree as ET
 from collections import Counter
 from itertools import pairwise
@@ -283,49 +279,35 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert "no trace files" in conform(str(empty), "--no-spark").stderr
 
 
-def _ours(pid: int) -> bool:
-    """A process started (through any number of generations) by this test process: the
-    machine is shared, and other people's TLC processes are not ours to kill."""
-    while pid > 1:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-        if pid == os.getpid():
-            return True
-    return False
-
-
-def _kill_first_tlc(stop: threading.Event, killed: list[int]) -> None:
-    """Kill the first TLC process of ours that checks traces (SIGKILL), once."""
-    while not stop.is_set() and not killed:
-        listing = subprocess.run(["pgrep", "-f", "KafkaReplicationTrace"], capture_output=True,
-                                 text=True, check=False).stdout.split()  # fmt: skip
-        for pid in listing:
-            if _ours(int(pid)):
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                    killed.append(int(pid))
-                    return
-                except ProcessLookupError:
-                    continue
-        time.sleep(0.05)
+def _java_that_dies_once(tmp_path: Path) -> Path:
+    """A `java` that, the first time it is started, runs the real JVM for a second and then
+    kills it (SIGKILL), as a crash would; later starts are the real JVM. Deterministic where
+    watching for the process was not: a batch that finishes quickly can slip past a watcher."""
+    real = shutil.which("java")
+    assert real is not None
+    wrapper = tmp_path / "java"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if mkdir "{tmp_path}/killed" 2>/dev/null; then\n'
+        f'  "{real}" "$@" & pid=$!\n'
+        "  sleep 1; kill -9 $pid; wait $pid; exit 137\n"
+        "fi\n"
+        f'exec "{real}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
 
 
 def test_a_killed_tlc_process_costs_no_result(tmp_path: Path) -> None:
     """The batch whose TLC dies is run again; every trace still has exactly one row."""
-    path = write_corpus(tmp_path / "c.jsonl", walks(4, 40))  # TLC runs long enough to be seen
-    stop, killed = threading.Event(), []
-    watcher = threading.Thread(target=_kill_first_tlc, args=(stop, killed))
-    watcher.start()
-    try:
-        result = conform(str(path), "--no-spark", "--batch-size", "2", "--out", str(tmp_path / "o"))
-    finally:
-        stop.set()
-        watcher.join()
-    assert killed, "no TLC process was seen"
-    found = rows(tmp_path / "o")
+    path = write_corpus(tmp_path / "c.jsonl", walks(4, 40))
+    java = _java_that_dies_once(tmp_path)
+    out = tmp_path / "o"
+    result = conform(
+        str(path), "--no-spark", "--batch-size", "2", "--out", str(out), "--java", str(java)
+    )
+    assert (tmp_path / "killed").is_dir(), "no TLC process was started"
+    found = rows(out)
     assert sorted(r["trace_id"] for r in found) == [f"{path}:{n}" for n in (1, 2, 3, 4)]
     assert {r["verdict"] for r in found} == {"conforms"}, result.output
 
