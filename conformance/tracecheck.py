@@ -483,7 +483,9 @@ def _refused(p: Prepared, why: str, seconds: float) -> TraceResult:
         full = full_prepare(p.trace_id, p.text)
     except KreplicaError as err:
         return TraceResult(p.trace_id, ERROR, reason=str(err), seconds=seconds)
-    return TraceResult(p.trace_id, ERROR, full.events, reason=f"{p.trace_id}: {why}")
+    return TraceResult(
+        p.trace_id, ERROR, full.events, reason=f"{p.trace_id}: {why}", seconds=seconds
+    )
 
 
 def _events(p: Prepared) -> int:

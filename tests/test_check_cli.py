@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
 from kreplica.conformance.cli import CheckRow, exit_code, main
 from kreplica.conformance.errors import SpecError
@@ -26,14 +27,6 @@ from kreplica.conformance.tlc import Outcome, TlcResult, Verdict
 def check(*args: str, env: dict[str, str] | None = None) -> Result:
     """Run `kreplica check ARGS` in-process."""
     return CliRunner().invoke(main, ["check", *args], env=env)
-
-
-def one_error_line(result: Result) -> str:
-    """The single stderr line of a failed command (no traceback)."""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 # ---------------------------------------------------------------- good runs

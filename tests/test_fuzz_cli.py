@@ -5,23 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from kreplica.conformance.cli import main
+from cli_helpers import fuzz, one_error_line
 from kreplica.conformance.itf import read_trace
 from kreplica.conformance.schedule import read_schedule, replay
-
-
-def fuzz(*args: str) -> Result:
-    """Run `kreplica fuzz ARGS` in-process."""
-    return CliRunner().invoke(main, ["fuzz", *args])
-
-
-def one_error_line(result: Result) -> str:
-    """The single stderr line of a failed command (no traceback)."""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 def test_a_clean_campaign_exits_0_and_writes_nothing(tmp_path: Path) -> None:

@@ -6,26 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from kreplica.conformance.cli import main
+from cli_helpers import fuzz, one_error_line
 from kreplica.conformance.fuzz import FuzzSetup, run_fuzz
 from kreplica.conformance.fuzz_corpus import CorpusError, CorpusWriter
 from kreplica.conformance.itf import ItfTrace, iter_jsonl_traces
 from kreplica.conformance.projection import SPEC_VARS
 from kreplica.impl.variants import parse_variant
-
-
-def fuzz(*args: str) -> Result:
-    """Run `kreplica fuzz ARGS` in-process."""
-    return CliRunner().invoke(main, ["fuzz", *args])
-
-
-def one_error_line(result: Result) -> str:
-    """The single stderr line of a failed command (no traceback)."""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 def traces(path: Path) -> list[ItfTrace]:

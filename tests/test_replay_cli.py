@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
 from kreplica.conformance.cli import main
 from kreplica.conformance.replay import SPEC_ACTIONS
@@ -18,14 +19,6 @@ S1 = ROOT / "traces" / "golden" / "S1_HwTruncation.itf.json"
 def replay(*args: str) -> Result:
     """Run `kreplica replay ARGS` in-process."""
     return CliRunner().invoke(main, ["replay", *args])
-
-
-def one_error_line(result: Result) -> str:
-    """The single stderr line of a failed command (no traceback)."""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 def edited(tmp_path: Path, change: dict[str, object] | None = None, text: str | None = None) -> str:
