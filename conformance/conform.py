@@ -43,7 +43,7 @@ from kreplica.conformance.sources import (
 )
 from kreplica.conformance.tracecheck import (
     SPEC_MODULE,
-    TRACE_MODULE,
+    SPEC_MODULES,
     CheckSettings,
     check_texts,
 )
@@ -319,6 +319,6 @@ def ship_files(settings: CheckSettings) -> list[Path]:
     """What each executor needs: the spec modules, tla2tools.jar, the trace reader's classes
     (TraceData itself is written on the executor, per batch)."""
     spec_dir, tlc = settings.spec_dir, settings.tlc
-    files = [spec_dir / f"{SPEC_MODULE}.tla", spec_dir / f"{TRACE_MODULE}.tla"]
+    files = [spec_dir / f"{name}.tla" for name in SPEC_MODULES]
     files += [tlc.jar] if tlc.jar else []
     return files + (tlcdata.class_files(settings.reader) if settings.reader else [])

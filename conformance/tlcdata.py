@@ -41,13 +41,16 @@ from kreplica.conformance.tlc import find_tla2tools
 from kreplica.conformance.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
 
 MODULE = "TraceData"
+AGREEMENT_MODULE = "TraceAgreement"
+"""spec/TraceAgreement.tla: its Java override is compiled and shipped with the reader."""
 DATA_FILE = "TraceData.kdat"
 PROPERTY = "kreplica.tracedata"
 JAVA_SOURCES = tuple(
     Path(__file__).resolve().parent / "java" / name
-    for name in (f"{MODULE}.java", f"{MODULE}Json.java")
+    for name in (f"{MODULE}.java", f"{MODULE}Json.java", f"{AGREEMENT_MODULE}.java")
 )
-"""The reader's sources: the override, and its ITF JSON reader."""
+"""The reader's sources: the override, its ITF JSON reader, and the override of the trace
+spec's AllAgree (which TLC then evaluates in Java, about a fifth less time per event)."""
 MAGIC = b"KRTD\x01"
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 JAVAC_HINT = "install a JDK (e.g. apt-get install openjdk-17-jdk-headless) or pass javac="
@@ -447,8 +450,11 @@ def build_reader(
 
 
 def class_files(reader_dir: Path) -> list[Path]:
-    """The compiled reader's class files (TraceData.class and its nested classes)."""
-    return sorted(reader_dir.glob(f"{MODULE}*.class"))
+    """The compiled reader's class files (TraceData.class and its nested classes, and
+    TraceAgreement.class)."""
+    return sorted(
+        [*reader_dir.glob(f"{MODULE}*.class"), *reader_dir.glob(f"{AGREEMENT_MODULE}*.class")]
+    )
 
 
 def install(workdir: Path, traces: Sequence[ItfTrace], reader_dir: Path) -> Path:

@@ -34,6 +34,8 @@ from kreplica.impl.variants import Variant
 TRACE_MODULE = "KafkaReplicationTrace"
 SPEC_MODULE = "KafkaReplication"
 DATA_MODULE = "TraceData"
+SPEC_MODULES = (SPEC_MODULE, TRACE_MODULE, tlcdata.AGREEMENT_MODULE)
+"""The modules of spec/ a batch is checked with (TraceData is written per batch)."""
 UNBOUNDED = 1_000_000
 """The spec's search bounds (records, epochs, crashes) do not limit a trace."""
 
@@ -244,7 +246,7 @@ def write_batch(
 ) -> Path:
     """Copy the spec and write the batch's TraceData: as binary data for the Java reader
     (`reader`, its compiled classes; see tlcdata) or as a TLA+ module. Return the spec's path."""
-    for name in (SPEC_MODULE, TRACE_MODULE):
+    for name in SPEC_MODULES:
         shutil.copyfile(spec_dir / f"{name}.tla", workdir / f"{name}.tla")
     if reader is not None:
         tlcdata.install_blobs(workdir, [tlcdata.json_blob(p.text) for p in traces], reader)

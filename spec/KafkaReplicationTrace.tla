@@ -26,7 +26,7 @@
 (* A variable that is recorded here and was recorded one event earlier but *)
 (* is not in `v` is unchanged: this keeps the generated module small.      *)
 (***************************************************************************)
-EXTENDS KafkaReplication, TraceData
+EXTENDS KafkaReplication, TraceData, TraceAgreement
 
 CONSTANT
     Diagnose    \* TRUE: report every reached step and every mismatching successor
@@ -44,68 +44,21 @@ LastEvent(t) == Len(Events(t)) - 1
 \* The variables event ev does not constrain: never recorded, or left out of it.
 Unobserved(t, ev) == TraceLog[t].hidden \cup (IF "o" \in DOMAIN ev THEN ev.o ELSE {})
 
-\* Variable `name` has the value `now`: the event records it (in v), or does not
-\* observe it, or it is unchanged from `before`.
-Agrees(t, ev, name, now, before) ==
-    IF name \in DOMAIN ev.v THEN now = ev.v[name]
-    ELSE name \in Unobserved(t, ev) \/ now = before
+\* The spec's variables, by name and by value, in the same order.
+VarNames == <<"log", "hw", "epochCache", "recoveryPoint", "leaderEpoch", "leader",
+              "fetchState", "isr", "remoteLeo", "alive", "incarnation", "ctrlLive",
+              "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs", "nextRecord", "pending", "acked",
+              "committed", "crashes", "uncleanShutdowns", "removed">>
+VarValues == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, isr,
+               remoteLeo, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs,
+               nextRecord, pending, acked, committed, crashes, uncleanShutdowns, removed>>
 
-\* Every recorded variable of the next state agrees with event ev (Agrees,
-\* with the event's recorded and unobserved names computed once).
-MatchesNext(t, ev) ==
-    LET recorded == DOMAIN ev.v
-        unobserved == Unobserved(t, ev)
-        Ag(name, now, before) ==
-            IF name \in recorded THEN now = ev.v[name] ELSE name \in unobserved \/ now = before
-    IN  /\ Ag("log", log', log)
-        /\ Ag("hw", hw', hw)
-        /\ Ag("epochCache", epochCache', epochCache)
-        /\ Ag("recoveryPoint", recoveryPoint', recoveryPoint)
-        /\ Ag("leaderEpoch", leaderEpoch', leaderEpoch)
-        /\ Ag("leader", leader', leader)
-        /\ Ag("fetchState", fetchState', fetchState)
-        /\ Ag("isr", isr', isr)
-        /\ Ag("remoteLeo", remoteLeo', remoteLeo)
-        /\ Ag("alive", alive', alive)
-        /\ Ag("incarnation", incarnation', incarnation)
-        /\ Ag("ctrlLive", ctrlLive', ctrlLive)
-        /\ Ag("ctrlLeader", ctrlLeader', ctrlLeader)
-        /\ Ag("ctrlEpoch", ctrlEpoch', ctrlEpoch)
-        /\ Ag("ctrlIsr", ctrlIsr', ctrlIsr)
-        /\ Ag("msgs", msgs', msgs)
-        /\ Ag("nextRecord", nextRecord', nextRecord)
-        /\ Ag("pending", pending', pending)
-        /\ Ag("acked", acked', acked)
-        /\ Ag("committed", committed', committed)
-        /\ Ag("crashes", crashes', crashes)
-        /\ Ag("uncleanShutdowns", uncleanShutdowns', uncleanShutdowns)
-        /\ Ag("removed", removed', removed)
+\* Every variable of the next state agrees with event ev: it has the value ev
+\* records (in v), or ev does not observe it, or it is unchanged.
+MatchesNext(t, ev) == AllAgree(VarNames, VarValues', VarValues, ev.v, Unobserved(t, ev))
 
-\* Every recorded variable of the current state agrees with the first event.
-MatchesInit(t, ev) ==
-    /\ Agrees(t, ev, "log", log, log)
-    /\ Agrees(t, ev, "hw", hw, hw)
-    /\ Agrees(t, ev, "epochCache", epochCache, epochCache)
-    /\ Agrees(t, ev, "recoveryPoint", recoveryPoint, recoveryPoint)
-    /\ Agrees(t, ev, "leaderEpoch", leaderEpoch, leaderEpoch)
-    /\ Agrees(t, ev, "leader", leader, leader)
-    /\ Agrees(t, ev, "fetchState", fetchState, fetchState)
-    /\ Agrees(t, ev, "isr", isr, isr)
-    /\ Agrees(t, ev, "remoteLeo", remoteLeo, remoteLeo)
-    /\ Agrees(t, ev, "alive", alive, alive)
-    /\ Agrees(t, ev, "incarnation", incarnation, incarnation)
-    /\ Agrees(t, ev, "ctrlLive", ctrlLive, ctrlLive)
-    /\ Agrees(t, ev, "ctrlLeader", ctrlLeader, ctrlLeader)
-    /\ Agrees(t, ev, "ctrlEpoch", ctrlEpoch, ctrlEpoch)
-    /\ Agrees(t, ev, "ctrlIsr", ctrlIsr, ctrlIsr)
-    /\ Agrees(t, ev, "msgs", msgs, msgs)
-    /\ Agrees(t, ev, "nextRecord", nextRecord, nextRecord)
-    /\ Agrees(t, ev, "pending", pending, pending)
-    /\ Agrees(t, ev, "acked", acked, acked)
-    /\ Agrees(t, ev, "committed", committed, committed)
-    /\ Agrees(t, ev, "crashes", crashes, crashes)
-    /\ Agrees(t, ev, "uncleanShutdowns", uncleanShutdowns, uncleanShutdowns)
-    /\ Agrees(t, ev, "removed", removed, removed)
+\* Every variable of the current state agrees with the first event.
+MatchesInit(t, ev) == AllAgree(VarNames, VarValues, VarValues, ev.v, Unobserved(t, ev))
 
 \* The next state's variables, for the diagnosis of a mismatch.
 Successor ==

@@ -215,7 +215,16 @@ def _odd_trace() -> str:
         "log": [[{"epoch": 0, "record": 1}], []],
         "remoteLeo": {"#map": []},
     }
-    obj = {"vars": ["hw", "alive", "msgs", "log", "remoteLeo"], "states": [first, second]}
+    entry = {"epoch": 2147483647, "record": -2147483647, "extra": [[], {}, [-0, 10]]}
+    third = {  # the reader's fast path: values repeated across variables, extremes, nesting
+        "#meta": {"index": 2, "action": "Flush", "args": dict.fromkeys(ACTION_ARGS["Flush"], 2)},
+        "hw": [1, 0],
+        "alive": {"#set": [entry, entry]},
+        "msgs": {"#set": [{"to": 2, "note": "plain"}, {"to": 3, "note": "a longer note, plain"}]},
+        "log": [[entry, entry], [entry]],
+        "remoteLeo": {"#map": [[1, {"#tup": [entry]}], [2, {"#set": []}]]},
+    }
+    obj = {"vars": ["hw", "alive", "msgs", "log", "remoteLeo"], "states": [first, second, third]}
     return json.dumps(obj)
 
 
@@ -271,6 +280,9 @@ SPOILS: list[tuple[Callable[[str], str], str]] = [
     (lambda t: _spoiled(t, _set(4, "hw", [2**40, 0, 0])), "out of TLC's range"),
     (lambda t: _spoiled(t, lambda o: o["states"][2].pop("isr")), "missing variable 'isr'"),
     (lambda t: t[: len(t) // 2], "JSON"),
+    (lambda t: _spoiled(t, _set(3, "msgs", {"#set": [], "x": 1})), "exactly one key"),
+    (lambda t: _spoiled(t, _set(3, "msgs", {"x": 1, "#set": []})), "exactly one key"),
+    (lambda t: _spoiled(t, _set(3, "msgs", {"#sets": []})), "unknown ITF tag"),
 ]
 
 
@@ -302,3 +314,49 @@ def test_the_reader_refuses_bad_traces_alone(reader: Path, monkeypatch: pytest.M
         assert result.verdict == "error", result
         assert complaint in result.reason, result.reason
     assert len(runs) == 1
+
+
+@pytest.mark.tlc
+def test_allagree_in_java_gives_the_verdicts_of_its_definition(
+    reader: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLC evaluates the trace spec's AllAgree through TraceAgreement.java when the reader's
+    classes are beside the spec, and through its TLA+ definition (spec/TraceAgreement.tla)
+    when traces are checked as a TLA+ module: both ways give the same rows, conforming or not,
+    down to the step and the differing variables."""
+    good = _json_traces()[:3]
+    spoiled = [
+        _spoiled(good[0], _set(5, "hw", [9, 9, 9])),  # a recorded change that is wrong
+        _spoiled(good[1], lambda o: o["states"][6].__setitem__("crashes", 7)),
+        _spoiled(good[2], _set(9, "nextRecord", 99)),
+    ]
+    items = [(f"t{i}", t) for i, t in enumerate(good + spoiled)]
+    outputs: list[str] = []
+
+    def recording_run_tlc(module: Path, config: Path, options: TlcOptions) -> Any:
+        result = run_tlc(module, config, options)
+        outputs.append(result.output)
+        return result
+
+    monkeypatch.setattr(tracecheck, "run_tlc", recording_run_tlc)
+
+    def rows(with_reader: Path | None) -> list[tuple[Any, ...]]:
+        settings = tracecheck.CheckSettings(
+            tracecheck.SpecParams(fetch_max_records=2),
+            resolve_spec_dir(None),
+            TlcOptions(time_limit=300),
+            with_reader,
+        )
+        return [
+            (r.trace_id, r.verdict, r.step, r.action, r.variables)
+            for r in tracecheck.check_texts(items, settings)
+        ]
+
+    in_java = rows(reader)
+    assert all("AllAgree operator override" in out for out in outputs), "override not loaded"
+    outputs.clear()
+    in_tla = rows(None)
+    assert not any("AllAgree operator override" in out for out in outputs)
+    assert in_java == in_tla
+    assert [row[1] for row in in_java] == ["conforms"] * 3 + ["violates"] * 3
+    assert [row[2] for row in in_java[3:]] == [5, 6, 9]

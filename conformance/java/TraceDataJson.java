@@ -8,8 +8,16 @@
  * ITF values become TLC values as kreplica.conformance.itf reads them: numbers are integers
  * (32 bits, as TLC's), arrays and #tup are tuples, #set is a set, #map and objects whose keys
  * are not all identifiers are functions, other objects are records, {} and an empty #map are
- * <<>>, #bigint is an integer.  A variable counts as changed when its JSON text differs from the
- * one in the state before; a reformatted but equal value is merely checked once more.
+ * <<>>, #bigint is an integer; an object with a key that starts with # must be one of those
+ * tags, alone.  A variable counts as changed when its JSON text differs from the one in the
+ * state before; a reformatted but equal value is merely checked once more.
+ *
+ * Reading is most of what TLC does with a trace before checking it, so it is built for speed:
+ * a variable whose text repeats the state before is compared, not parsed (Parser.repeated); a
+ * changed one is built straight into TLC values (Parser.fast); an array or object whose text
+ * was read before in the trace is shared, not built again (Shared).  Anything unusual
+ * (escapes, tags, bad syntax) goes the exact way: a JSON tree, then Builder.convert, which
+ * says what is wrong.
  *
  * Every state must hold every variable in `vars`, and no other, as kreplica.conformance.itf
  * demands.  With a vocabulary (the spec's variables and each action's argument names) a trace
@@ -38,6 +46,8 @@ import util.UniqueString;
 final class TraceDataJson {
     private static final int MAX_DEPTH = 1000;
     private static final String INIT = "Init";
+    /** The nesting of a state in the document: {"states": [here]}. */
+    private static final int STATE_DEPTH = 2;
 
     private TraceDataJson() {}
 
@@ -63,7 +73,7 @@ final class TraceDataJson {
 
     /** A parsed JSON value and where its text lies (to tell changed variables cheaply). */
     private static final class Node {
-        final Object value; // Map<String, Node>, List<Node>, String, Long, Boolean
+        final Object value; // Map<String, Node>, List<Node>, String, Long, Boolean, or Value
         final int start;
         final int end;
 
@@ -82,6 +92,149 @@ final class TraceDataJson {
         Trace(int events, Value value) {
             this.events = events;
             this.value = value;
+        }
+    }
+
+    private static final Value[] NO_VALUES = new Value[0];
+
+    /**
+     * Strings by their UTF-8 bytes, so that a repeated one (a key, a name) costs a lookup
+     * instead of a new String, and is the same String (map lookups then compare identities).
+     */
+    private static final class Names {
+        private static final int SIZE = 1 << 10;
+        private final byte[][] keys = new byte[SIZE][];
+        private final String[] texts = new String[SIZE];
+        private final UniqueString[] names = new UniqueString[SIZE];
+
+        /** The string in[start, end) as a String. */
+        String text(byte[] in, int start, int end) {
+            int slot = slot(in, start, end);
+            return slot < 0 ? decode(in, start, end) : texts[slot];
+        }
+
+        /** The string in[start, end) as a TLC name. */
+        UniqueString name(byte[] in, int start, int end) {
+            int slot = slot(in, start, end);
+            if (slot < 0) {
+                return UniqueString.uniqueStringOf(decode(in, start, end));
+            }
+            if (names[slot] == null) {
+                names[slot] = UniqueString.uniqueStringOf(texts[slot]);
+            }
+            return names[slot];
+        }
+
+        /** The slot holding in[start, end), filled now if need be; -1 if the table is full. */
+        private int slot(byte[] in, int start, int end) {
+            int h = 1;
+            for (int i = start; i < end; i++) {
+                h = 31 * h + in[i];
+            }
+            for (int probe = 0; probe < 8; probe++) {
+                int slot = (h + probe) & (SIZE - 1);
+                byte[] key = keys[slot];
+                if (key == null) {
+                    keys[slot] = Arrays.copyOfRange(in, start, end);
+                    texts[slot] = decode(in, start, end);
+                    return slot;
+                }
+                if (Arrays.equals(key, 0, key.length, in, start, end)) {
+                    return slot;
+                }
+            }
+            return -1;
+        }
+
+        private static String decode(byte[] in, int start, int end) {
+            return new String(in, start, end - start, StandardCharsets.UTF_8);
+        }
+    }
+
+    /**
+     * The arrays and objects of a trace built so far, by their text: one value that stays
+     * (a message in flight, a log entry) is written out again in every state, and is built
+     * once and shared (TLC's values are immutable) instead of once per state.
+     */
+    private static final class Shared {
+        /** Shorter values are built again: looking them up would cost as much. */
+        private static final int MIN_LENGTH = 24;
+        private final Map<Key, Value> values = new java.util.HashMap<>();
+        private final Key probe = new Key();
+        /** The hash of the bytes `extent` measured last. */
+        int hash;
+
+        /** A value's text in a trace: its range and a hash of its bytes. */
+        private static final class Key {
+            byte[] text;
+            int start;
+            int end;
+            int hash;
+
+            @Override
+            public int hashCode() {
+                return hash;
+            }
+
+            @Override
+            public boolean equals(Object o) {
+                Key k = (Key) o;
+                return k.hash == hash
+                        && Arrays.equals(text, start, end, k.text, k.start, k.end);
+            }
+        }
+
+        /**
+         * Where the array or object at `start` ends (its closing bracket, + 1), with a hash of
+         * its bytes; -1 for anything else or an unbalanced one (then the parser finds the error).
+         */
+        int extent(byte[] in, int start) {
+            if (start >= in.length || (in[start] != '[' && in[start] != '{')) {
+                return -1;
+            }
+            int depth = 0;
+            int h = 1;
+            int i = start;
+            while (i < in.length) {
+                byte b = in[i++];
+                h = 31 * h + b;
+                if (b == '"') {
+                    while (i < in.length && in[i] != '"') {
+                        h = 31 * h + in[i];
+                        i += in[i] == '\\' ? 2 : 1;
+                    }
+                    i++;
+                } else if (b == '[' || b == '{') {
+                    depth++;
+                } else if ((b == ']' || b == '}') && --depth == 0) {
+                    hash = h;
+                    return i;
+                }
+            }
+            return -1;
+        }
+
+        /** The value already built from the same text as in[start, end); or null. */
+        Value get(byte[] in, int start, int end, int hash) {
+            if (end - start < MIN_LENGTH) {
+                return null;
+            }
+            probe.text = in;
+            probe.start = start;
+            probe.end = end;
+            probe.hash = hash;
+            return values.get(probe);
+        }
+
+        void put(byte[] in, int start, int end, int hash, Value value) {
+            if (end - start >= MIN_LENGTH) {
+                Key key = new Key();
+                key.text = in;
+                key.start = start;
+                key.end = end;
+                key.hash = hash;
+                values.put(key, value);
+            }
         }
     }
 
@@ -121,11 +274,12 @@ final class TraceDataJson {
             for (String v : order) {
                 (vars.contains(v) ? observed : hidden).add(v);
             }
+            Set<String> declared = new java.util.HashSet<>(vars);
             Value[] events = new Value[states.size()];
             Map<String, Node> previous = null;
             for (int i = 0; i < events.length; i++) {
                 Map<String, Node> state = object(states.get(i), "state " + i);
-                events[i] = event(i, state, previous, observed, vars);
+                events[i] = event(i, state, previous, observed, declared);
                 previous = state;
             }
             Value value = new RecordValue(
@@ -136,7 +290,7 @@ final class TraceDataJson {
         }
 
         private Value event(int index, Map<String, Node> state, Map<String, Node> previous,
-                List<String> observed, List<String> declared) throws Invalid {
+                List<String> observed, Set<String> declared) throws Invalid {
             Node metaNode = state.get("#meta");
             Map<String, Node> meta = metaNode == null ? Map.of() : object(metaNode, "#meta");
             String action = INIT;
@@ -175,8 +329,8 @@ final class TraceDataJson {
             Value args = argsNode == null || isEmptyObject(argsNode)
                     ? TupleValue.EmptyTuple : convert(argsNode, 0);
             Value changed = names.isEmpty() ? TupleValue.EmptyTuple
-                    : new RecordValue(names.toArray(new UniqueString[0]),
-                            values.toArray(new Value[0]), false);
+                    : new RecordValue(names.toArray(new UniqueString[names.size()]),
+                            values.toArray(new Value[values.size()]), false);
             UniqueString[] fields = {name("e"), name("a"), name("v")};
             Value[] parts = {new StringValue(action), args, changed};
             return new RecordValue(fields, parts, false);
@@ -200,11 +354,14 @@ final class TraceDataJson {
         }
 
         /** The TLC value an ITF JSON value stands for. */
-        Value convert(Node node, int depth) throws Invalid {
+        static Value convert(Node node, int depth) throws Invalid {
             if (depth > MAX_DEPTH) {
                 throw new Invalid("values nested too deeply");
             }
             Object v = node.value;
+            if (v instanceof Value) {
+                return (Value) v; // built by the parser (Parser.fast)
+            }
             if (v instanceof Boolean) {
                 return (Boolean) v ? BoolValue.ValTrue : BoolValue.ValFalse;
             }
@@ -219,11 +376,20 @@ final class TraceDataJson {
             }
             @SuppressWarnings("unchecked")
             Map<String, Node> obj = (Map<String, Node>) v;
+            for (String key : obj.keySet()) {
+                if (key.startsWith("#") && obj.size() != 1) {
+                    throw new Invalid("a tagged ITF value has exactly one key, found "
+                            + new java.util.TreeSet<>(obj.keySet()));
+                }
+            }
             if (obj.size() == 1) {
                 Map.Entry<String, Node> only = obj.entrySet().iterator().next();
                 Value tagged = tagged(only.getKey(), only.getValue(), depth);
                 if (tagged != null) {
                     return tagged;
+                }
+                if (only.getKey().startsWith("#")) {
+                    throw new Invalid("unknown ITF tag '" + only.getKey() + "'");
                 }
             }
             if (obj.isEmpty()) {
@@ -247,7 +413,7 @@ final class TraceDataJson {
         }
 
         /** #set, #tup, #map or #bigint; null for an ordinary one-field object. */
-        private Value tagged(String form, Node body, int depth) throws Invalid {
+        private static Value tagged(String form, Node body, int depth) throws Invalid {
             switch (form) {
                 case "#set":
                     return new SetEnumValue(elements(bodyArray(form, body), depth), false);
@@ -271,14 +437,14 @@ final class TraceDataJson {
             }
         }
 
-        private Node bodyArray(String form, Node body) throws Invalid {
+        private static Node bodyArray(String form, Node body) throws Invalid {
             if (!(body.value instanceof List)) {
                 throw new Invalid("bad ITF " + form + " value");
             }
             return body;
         }
 
-        private Value map(List<Node> pairs, int depth) throws Invalid {
+        private static Value map(List<Node> pairs, int depth) throws Invalid {
             if (pairs.isEmpty()) {
                 return TupleValue.EmptyTuple;
             }
@@ -296,7 +462,7 @@ final class TraceDataJson {
             return new FcnRcdValue(keys, values, false);
         }
 
-        private Value[] elements(Node node, int depth) throws Invalid {
+        private static Value[] elements(Node node, int depth) throws Invalid {
             @SuppressWarnings("unchecked")
             List<Node> items = (List<Node>) node.value;
             Value[] out = new Value[items.size()];
@@ -381,6 +547,14 @@ final class TraceDataJson {
     private static final class Parser {
         private final byte[] in;
         private int pos;
+        /** The state parsed last: a variable whose text is the same again is not re-parsed. */
+        private Map<String, Node> lastState = Map.of();
+        /** The strings read so far, by their bytes (a trace repeats a few dozen). */
+        private final Names names = new Names();
+        /** The arrays and objects built so far, by their text (see Shared). */
+        private final Shared shared = new Shared();
+        /** Whether each name is a TLA+ identifier (a record field, not a function key). */
+        private final Map<UniqueString, Boolean> identifiers = new java.util.IdentityHashMap<>();
 
         Parser(byte[] in) {
             this.in = in;
@@ -452,16 +626,50 @@ final class TraceDataJson {
                 String key = string();
                 space();
                 expect(':');
-                out.put(key, value(depth + 1));
+                boolean variable = depth == STATE_DEPTH && !key.equals("#meta");
+                Node same = variable ? repeated(lastState.get(key)) : null;
+                out.put(key, same != null ? same : variable ? variable(depth + 1) : value(depth + 1));
                 space();
                 byte b = next();
                 if (b == '}') {
+                    if (depth == STATE_DEPTH) {
+                        lastState = out;
+                    }
                     return out;
                 }
                 if (b != ',') {
                     throw error("expected ',' or '}'");
                 }
             }
+        }
+
+        /**
+         * The variable at `pos` if its text is the text of `before`, the same variable in the
+         * state before, followed by ',' or '}' (so a number does not go on); else null.  Most
+         * variables do not change from one state to the next, and this compares their bytes
+         * instead of parsing them again (parsing them was most of the reader's time).
+         */
+        private Node repeated(Node before) {
+            space();
+            if (before == null) {
+                return null;
+            }
+            int length = before.end - before.start;
+            int end = pos + length;
+            if (end > in.length || !Arrays.equals(in, pos, end, in, before.start, before.end)) {
+                return null;
+            }
+            int after = end;
+            while (after < in.length && (in[after] == ' ' || in[after] == '\n'
+                    || in[after] == '\r' || in[after] == '\t')) {
+                after++;
+            }
+            if (after == in.length || (in[after] != ',' && in[after] != '}')) {
+                return null;
+            }
+            Node node = new Node(before.value, pos, end);
+            pos = end;
+            return node;
         }
 
         private List<Node> array(int depth) throws Invalid {
@@ -492,7 +700,7 @@ final class TraceDataJson {
                 pos++;
             }
             if (pos < in.length && in[pos] == '"') {
-                return new String(in, start, pos++ - start, StandardCharsets.UTF_8);
+                return names.text(in, start, pos++);
             }
             StringBuilder out = new StringBuilder(
                     new String(in, start, pos - start, StandardCharsets.UTF_8));
@@ -565,6 +773,245 @@ final class TraceDataJson {
             } catch (NumberFormatException e) {
                 throw error("number out of range: " + digits);
             }
+        }
+
+        // ------------------------------------------------ state variables, built directly
+
+        /** A state variable's value, built as a TLC value as it is read (see `fast`). */
+        private Node variable(int depth) throws Invalid {
+            space();
+            int start = pos;
+            Value value = fast(depth);
+            return new Node(value, start, pos);
+        }
+
+        /**
+         * The TLC value of the JSON value at `pos`, as Builder.convert makes it, but built
+         * while reading, without the Node tree, for the shapes traces are made of.  Anything
+         * else (escapes, a tag with other fields, duplicate keys, bad syntax, #bigint) is read
+         * again from its start by `value` and `convert`, which say exactly what is wrong.
+         */
+        private Value fast(int depth) throws Invalid {
+            space();
+            int start = pos;
+            int end = shared.extent(in, start);
+            int hash = shared.hash;
+            Value value = shared.get(in, start, end, hash);
+            if (value != null) {
+                pos = end;
+                return value;
+            }
+            value = depth <= MAX_DEPTH && pos < in.length ? attempt(depth) : null;
+            if (value == null) {
+                pos = start;
+                value = Builder.convert(value(depth), 0);
+            }
+            if (pos == end) {
+                shared.put(in, start, end, hash, value);
+            }
+            return value;
+        }
+
+        private Value attempt(int depth) throws Invalid {
+            byte b = in[pos];
+            if (b == '[') {
+                Value[] elems = fastElements(depth);
+                return elems == null ? null : Builder.tuple(elems);
+            }
+            if (b == '{') {
+                return fastObject(depth);
+            }
+            if (b == '"') {
+                UniqueString text = fastString();
+                return text == null ? null : new StringValue(text);
+            }
+            if (b == '-' || (b >= '0' && b <= '9')) {
+                return fastInteger();
+            }
+            return null;
+        }
+
+        /** '[' values ']', or null if that is not what is at `pos`. */
+        private Value[] fastElements(int depth) throws Invalid {
+            if (in[pos] != '[') {
+                return null;
+            }
+            pos++;
+            space();
+            if (pos < in.length && in[pos] == ']') {
+                pos++;
+                return NO_VALUES;
+            }
+            List<Value> out = new ArrayList<>();
+            while (true) {
+                out.add(fast(depth + 1));
+                space();
+                if (pos >= in.length) {
+                    return null;
+                }
+                byte b = in[pos++];
+                if (b == ']') {
+                    return out.toArray(new Value[out.size()]);
+                }
+                if (b != ',') {
+                    return null;
+                }
+                space();
+                if (pos >= in.length) {
+                    return null;
+                }
+            }
+        }
+
+        private Value fastObject(int depth) throws Invalid {
+            pos++;
+            space();
+            if (pos < in.length && in[pos] == '}') {
+                pos++;
+                return TupleValue.EmptyTuple;
+            }
+            List<UniqueString> names = new ArrayList<>();
+            List<Value> values = new ArrayList<>();
+            boolean record = true;
+            while (true) {
+                space();
+                UniqueString key = fastString();
+                space();
+                if (key == null || pos >= in.length || in[pos++] != ':') {
+                    return null;
+                }
+                space();
+                if (pos >= in.length) {
+                    return null;
+                }
+                if (key.toString().startsWith("#")) {
+                    if (!names.isEmpty()) {
+                        return null; // a tag with company: the slow path refuses it
+                    }
+                    Value tagged = fastTagged(key.toString(), depth + 1);
+                    space();
+                    if (tagged == null || pos >= in.length || in[pos++] != '}') {
+                        return null; // not alone, or not a tag: the slow path refuses it
+                    }
+                    return tagged;
+                }
+                if (names.contains(key)) {
+                    return null;
+                }
+                names.add(key);
+                values.add(fast(depth + 1));
+                record &= identifiers.computeIfAbsent(key, k -> Builder.isIdentifier(k.toString()));
+                space();
+                if (pos >= in.length) {
+                    return null;
+                }
+                byte b = in[pos++];
+                if (b == '}') {
+                    break;
+                }
+                if (b != ',') {
+                    return null;
+                }
+            }
+            UniqueString[] fields = names.toArray(new UniqueString[names.size()]);
+            Value[] vals = values.toArray(new Value[values.size()]);
+            if (record) {
+                return new RecordValue(fields, vals, false);
+            }
+            Value[] keys = new Value[fields.length];
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = new StringValue(fields[i]);
+            }
+            return new FcnRcdValue(keys, vals, false);
+        }
+
+        /** The body of a #set, #tup or #map; null for anything else. */
+        private Value fastTagged(String form, int depth) throws Invalid {
+            if (in[pos] != '[') {
+                return null;
+            }
+            if (form.equals("#set") || form.equals("#tup")) {
+                Value[] elems = fastElements(depth);
+                return elems == null ? null
+                        : form.equals("#set") ? new SetEnumValue(elems, false)
+                        : Builder.tuple(elems);
+            }
+            if (!form.equals("#map")) {
+                return null;
+            }
+            pos++;
+            space();
+            if (pos < in.length && in[pos] == ']') {
+                pos++;
+                return TupleValue.EmptyTuple;
+            }
+            List<Value> keys = new ArrayList<>();
+            List<Value> values = new ArrayList<>();
+            while (true) {
+                if (pos >= in.length) {
+                    return null;
+                }
+                Value[] pair = fastElements(depth + 1);
+                if (pair == null || pair.length != 2) {
+                    return null;
+                }
+                keys.add(pair[0]);
+                values.add(pair[1]);
+                space();
+                if (pos >= in.length) {
+                    return null;
+                }
+                byte b = in[pos++];
+                if (b == ']') {
+                    return new FcnRcdValue(keys.toArray(new Value[keys.size()]),
+                            values.toArray(new Value[values.size()]), false);
+                }
+                if (b != ',') {
+                    return null;
+                }
+                space();
+            }
+        }
+
+        /** A string without escapes, as a name (cached by its bytes); null for anything else. */
+        private UniqueString fastString() {
+            if (pos >= in.length || in[pos] != '"') {
+                return null;
+            }
+            int start = pos + 1;
+            int end = start;
+            while (end < in.length && in[end] != '"' && in[end] != '\\') {
+                end++;
+            }
+            if (end >= in.length || in[end] != '"') {
+                return null;
+            }
+            pos = end + 1;
+            return names.name(in, start, end);
+        }
+
+        /** A 32-bit integer; null for anything else (the slow path says what is wrong). */
+        private Value fastInteger() {
+            int start = pos;
+            boolean negative = in[pos] == '-';
+            int i = negative ? pos + 1 : pos;
+            long v = 0;
+            int digits = 0;
+            while (i < in.length && in[i] >= '0' && in[i] <= '9' && digits <= 10) {
+                v = v * 10 + (in[i++] - '0');
+                digits++;
+            }
+            if (digits == 0 || digits > 10
+                    || (i < in.length && (in[i] == '.' || in[i] == 'e' || in[i] == 'E'
+                            || (in[i] >= '0' && in[i] <= '9')))) {
+                return null;
+            }
+            v = negative ? -v : v;
+            if (v != (int) v) {
+                return null;
+            }
+            pos = i;
+            return IntValue.gen((int) v);
         }
 
         private byte peek() throws Invalid {
