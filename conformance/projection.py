@@ -39,6 +39,9 @@ SPEC_VARS: tuple[str, ...] = (
 )  # fmt: skip
 
 NO_LEADER = -1
+# leaderEpoch of a broker that hosts no Partition (the spec's NotHosted); a hosted Partition
+# that has accepted no leader epoch yet shows its own -1 (NoEpoch), as Kafka's does.
+NOT_HOSTED = -2
 UNDEFINED = -1
 CLIENT = -1
 CONTROLLER = 0
@@ -113,7 +116,7 @@ class Projector:
         unknown = tuple(-1 for _ in self.replicas)
         partition = self.cluster.partition(r, self.tp) if self.cluster.is_alive(r) else None
         if partition is None:
-            return -1, NO_LEADER, "Idle", frozenset(), unknown
+            return NOT_HOSTED, NO_LEADER, "Idle", frozenset(), unknown
         leader = partition.leader_replica_id
         leader = NO_LEADER if leader is None else leader
         if leader == r:

@@ -52,6 +52,9 @@ ASSUME Bugs \subseteq {"early-ack", "hw-from-non-isr", "no-leso-guard",
                        "skip-same-leader-truncation", "hw-not-clamped"}
 
 NoLeader == -1     \* a replica that knows no leader
+NoEpoch == -1      \* leaderEpoch of a Partition that has accepted no leader epoch yet
+NotHosted == -2    \* leaderEpoch of a broker that hosts no Partition (stopped, or restarted
+                   \* and reached by no LeaderAndIsr since)
 Undefined == -1    \* UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
 Controller == 0    \* the sender of LeaderAndIsr
 
@@ -80,7 +83,7 @@ VARIABLES
     \* @type: Int -> Int;
     recoveryPoint,  \* its flushed offset: an unclean shutdown keeps log below it
     \* @type: Int -> Int;
-    leaderEpoch,    \* the leader epoch it last accepted from LeaderAndIsr (-1: none)
+    leaderEpoch,    \* the leader epoch it last accepted from LeaderAndIsr (or NoEpoch, NotHosted)
     \* @type: Int -> Int;
     leader,         \* the leader it follows, itself when it leads, or NoLeader
     \* @type: Int -> Str;
@@ -188,10 +191,11 @@ EndOffsetForKip101(cache, requested, leo) ==
         ELSE <<Undefined, cache[Min(higher)].startOffset>>
 
 \* ReplicaManager.getPartitionOrException (a replica that has not heard of the
-\* partition since it started hosts none), Partition.checkCurrentLeaderEpoch,
+\* partition since it started hosts none), Partition.checkCurrentLeaderEpoch
+\* (a hosted Partition with NoEpoch is older than any epoch a request carries),
 \* then the leader check (R1).
 RequestError(l, epoch) ==
-    IF leaderEpoch[l] = -1 THEN "NOT_LEADER_OR_FOLLOWER"
+    IF leaderEpoch[l] = NotHosted THEN "NOT_LEADER_OR_FOLLOWER"
     ELSE IF Fencing = "kip320" /\ epoch < leaderEpoch[l] THEN "FENCED_LEADER_EPOCH"
     ELSE IF Fencing = "kip320" /\ epoch > leaderEpoch[l] THEN "UNKNOWN_LEADER_EPOCH"
     ELSE IF leader[l] # l THEN "NOT_LEADER_OR_FOLLOWER"
@@ -596,7 +600,9 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
 \* followers' LEOs.  A follower cancels its waiting produces and starts
 \* truncating (unless the seeded bug skips that when the leader is unchanged).
 \* A request whose leader is not a live broker (NoLeader: the partition is
-\* offline) changes nothing: makeFollowers aborts the transition.
+\* offline) changes nothing but that the broker now hosts the Partition, with
+\* NoEpoch if it had none: becomeLeaderOrFollower creates it before
+\* makeFollowers aborts the transition.
 BecomeLeaderOrFollower(m) ==
     /\ m \in msgs /\ m.type = "LeaderAndIsr" /\ m.dst \in alive
     /\ LET r == m.dst
@@ -611,7 +617,9 @@ BecomeLeaderOrFollower(m) ==
        /\ Act("BecomeLeaderOrFollower", [replica |-> r, epoch |-> m.epoch, leader |-> m.leader])
        /\ Consume(m)
        /\ IF m.epoch <= leaderEpoch[r] \/ m.leader = NoLeader
-          THEN UNCHANGED <<replicaVars, historyVars>>
+          THEN /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = IF @ = NotHosted THEN NoEpoch ELSE @]
+               /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, leader, fetchState, isr,
+                              remoteLeo, historyVars>>
           ELSE /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = m.epoch]
                /\ leader' = [leader EXCEPT ![r] = m.leader]
                /\ isr' = [isr EXCEPT ![r] = IF newLeader THEN m.isr ELSE {}]
@@ -713,7 +721,7 @@ ControllerElectLeader(l) ==
 \* in flight.  The controller learns of it only through ControllerDetectFailure.
 StopReplica(r) ==
     /\ alive' = alive \ {r}
-    /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = -1]
+    /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = NotHosted]
     /\ leader' = [leader EXCEPT ![r] = NoLeader]
     /\ fetchState' = [fetchState EXCEPT ![r] = "Idle"]
     /\ isr' = [isr EXCEPT ![r] = {}]
@@ -838,7 +846,7 @@ TypeOK ==
          /\ log[r] \in Seq(Entry)
          /\ hw[r] \in Nat
          /\ recoveryPoint[r] \in 0..LEO(r)
-         /\ leaderEpoch[r] \in -1..MaxEpoch
+         /\ leaderEpoch[r] \in {NotHosted, NoEpoch} \cup 0..MaxEpoch
          /\ leader[r] \in Replicas \cup {NoLeader}
          /\ fetchState[r] \in States
          /\ isr[r] \subseteq Replicas
@@ -910,5 +918,9 @@ NeverTruncatedAfterLeaderChange ==
 
 \* No unclean shutdown has lost a record.
 NeverLostToUncleanShutdown == \A x \in removed : x.cause # "unclean-shutdown"
+
+\* No running broker hosts a Partition without a leader epoch (a restarted broker
+\* whose first LeaderAndIsr names no leader does).
+NeverHostedWithoutEpoch == \A r \in alive : leaderEpoch[r] # NoEpoch
 
 =============================================================================

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 from kreplica.conformance.invariants import violations
-from kreplica.conformance.projection import SPEC_VARS, Projector
+from kreplica.conformance.projection import NOT_HOSTED, SPEC_VARS, Projector
 from kreplica.conformance.recorder import Recorder
 from kreplica.conformance.tlavalue import Record
 from kreplica.conformance.tlc import parse_tlc_output
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import TopicPartition
-from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork, Duplicate
+from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork, Duplicate, Restart
 from kreplica.impl.variants import Variant
 
 TP = TopicPartition("t", 0)
@@ -109,3 +109,22 @@ def test_invariants_hold_on_a_healthy_run_and_catch_a_lost_ack() -> None:
     rec.apply(DetectFailure(1))  # replica 2 is elected without record 1
     rec.apply(Deliver(0, 2))
     assert [name for name, _ in violations(rec.state)] == ["AckedRecordsNeverLost"]
+
+
+def test_a_broker_hosts_no_partition_until_a_leader_and_isr_even_one_without_a_leader() -> None:
+    """leaderEpoch is NOT_HOSTED (-2) while a broker is stopped and after it restarts; a
+    LeaderAndIsr naming no leader makes it host the Partition, with Kafka's leader epoch -1."""
+    c = cluster(2)
+    rec = Recorder(c, TP, {})
+    rec.apply(Crash(1))
+    assert rec.state["leaderEpoch"] == (NOT_HOSTED, 0) == (-2, 0)
+    rec.apply(Restart(1))  # a bounce: 2 leads epoch 1; its LeaderAndIsr to 1 stays queued
+    rec.apply(Crash(2))
+    rec.apply(DetectFailure(2))  # offline in epoch 2: 2 was the last ISR member
+    assert rec.state["leaderEpoch"] == (NOT_HOSTED, NOT_HOSTED)
+    [event] = rec.apply(Deliver(0, 1, index=len(c.network.queue((0, 1))) - 1))
+    assert (event.action, event.args) == (
+        "BecomeLeaderOrFollower", {"replica": 1, "epoch": 2, "leader": -1}
+    )  # fmt: skip
+    assert event.state["leaderEpoch"] == (-1, NOT_HOSTED)
+    assert event.state["leader"] == (-1, -1)

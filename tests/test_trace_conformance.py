@@ -16,7 +16,9 @@ import pytest
 from kreplica.conformance.corpus import corpus
 from kreplica.conformance.fuzz import CONFIG, FETCH_MAX_RECORDS
 from kreplica.conformance.itf import dumps_trace
-from kreplica.conformance.replay import setup_from_config
+from kreplica.conformance.projection import NO_LEADER, NOT_HOSTED
+from kreplica.conformance.recorder import Recorder
+from kreplica.conformance.replay import TP, setup_from_config
 from kreplica.conformance.specs import resolve_spec_dir
 from kreplica.conformance.tlc import TlcOptions, find_java
 from kreplica.conformance.tracecheck import (
@@ -25,6 +27,18 @@ from kreplica.conformance.tracecheck import (
     SpecParams,
     TraceResult,
     check_texts,
+)
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.steps import (
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Drop,
+    Elect,
+    Restart,
+    ShrinkIsr,
+    Tick,
 )
 from kreplica.impl.variants import Variant
 
@@ -92,3 +106,41 @@ def test_a_golden_trace_under_another_variant_is_rejected() -> None:
     [result] = check_texts([("S3", path.read_text())], CheckSettings(params, SPEC, TLC))
     assert result.verdict == "violates"
     assert result.step is not None and result.step > 0
+
+
+def test_a_partition_with_no_leader_epoch_yet_answers_unknown_leader_epoch() -> None:
+    """A restarted broker whose first LeaderAndIsr names no leader hosts the Partition with
+    leader epoch -1 (Kafka 2.6 creates it before makeFollowers aborts), so a follower's fetch
+    in an older, real epoch gets UNKNOWN_LEADER_EPOCH, not NOT_LEADER_OR_FOLLOWER. Recorded
+    through the implementation: 2 follows 3 in epoch 1; 3 crashes, 1 leads epoch 2 alone
+    (2 never hears of it); 3 restarts (its LeaderAndIsr is lost); 1 crashes, so the partition
+    goes offline in epoch 3 and 3 first hears of it without a leader; then 2 fetches from 3."""
+    c = Cluster([1, 2, 3], {TP.topic: 1}, variant=Variant(), config=CONFIG)
+    rec = Recorder(c, TP, {"id": "hosted-without-epoch"})
+    for step in (
+        Elect(TP, 3), Deliver(0, 3), Deliver(0, 2), Deliver(0, 1),
+        Crash(3), DetectFailure(3), Deliver(0, 1), Drop(0, 2),
+        Restart(3), Drop(0, 3),
+        Tick(CONFIG.replica_lag_time_max_ms + 1), ShrinkIsr(1), Crash(1), DetectFailure(1),
+    ):  # fmt: skip
+        rec.apply(step)
+    assert rec.state["leaderEpoch"] == (NOT_HOSTED, 1, NOT_HOSTED)
+    [hosted] = rec.apply(Deliver(0, 3))
+    assert (hosted.action, hosted.args) == (
+        "BecomeLeaderOrFollower", {"replica": 3, "epoch": 3, "leader": NO_LEADER}
+    )  # fmt: skip
+    assert hosted.state["leaderEpoch"] == (NOT_HOSTED, 1, -1)
+    rec.apply(Deliver(0, 2))  # 2 keeps following 3 in epoch 1
+    rec.apply(DoWork(2, 3))
+    [handled] = rec.apply(Deliver(2, 3))
+    assert handled.action == "LeaderHandleFetch"
+    [answer] = [m for m in handled.state["msgs"] if m["type"] == "FetchResponse"]
+    assert (answer["src"], answer["epoch"], answer["error"]) == (3, 1, "UNKNOWN_LEADER_EPOCH")
+    rec.apply(Deliver(3, 2))
+
+    params = SpecParams(
+        min_insync_replicas=CONFIG.min_insync_replicas, fetch_max_records=FETCH_MAX_RECORDS
+    )
+    text = json.dumps(json.loads(dumps_trace(rec.trace())))
+    [result] = check_texts([("hosted-without-epoch", text)], CheckSettings(params, SPEC, TLC))
+    assert rejected([result]) == []
