@@ -236,6 +236,7 @@ def _config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f"    Diagnose = {_tla_bool(diagnose)}",
             "INIT TraceInit",
             "NEXT TraceNext",
+            "VIEW TraceView",
             "",
         ]
     )
@@ -261,6 +262,8 @@ def write_batch(
 
 
 _PRINT_START = re.compile(r'^<<\s*"kreplica-')
+_PRINT_NUMBERS = re.compile(r'<<"(kreplica-[a-z]+)", (\d+)(?:, (\d+))?>>')
+"""The common short lines (a trace's events, its verdict), read without the TLA+ parser."""
 
 
 def printed_values(output: str) -> Iterable[Value]:
@@ -272,7 +275,12 @@ def printed_values(output: str) -> Iterable[Value]:
             j = i + 1
             while j < len(lines) and lines[j][:1] == " ":
                 j += 1
-            yield parse_value("\n".join(lines[i:j]))
+            short = _PRINT_NUMBERS.fullmatch(lines[i]) if j == i + 1 else None
+            if short:
+                kind, *numbers = short.groups()
+                yield (kind, *(int(n) for n in numbers if n is not None))
+            else:
+                yield parse_value("\n".join(lines[i:j]))
             i = j
         else:
             i += 1

@@ -60,6 +60,22 @@ MatchesNext(t, ev) == AllAgree(VarNames, VarValues', VarValues, ev.v, Unobserved
 \* Every variable of the current state agrees with the first event.
 MatchesInit(t, ev) == AllAgree(VarNames, VarValues, VarValues, ev.v, Unobserved(t, ev))
 
+\* The variables trace t leaves loose: never recorded, or left out of some state.
+\* A constant: TLC evaluates it once, before the search.
+Loose == [t \in DOMAIN TraceLog |->
+             TraceLog[t].hidden \cup
+             UNION {IF "o" \in DOMAIN Events(t)[k] THEN Events(t)[k].o ELSE {} :
+                    k \in DOMAIN Events(t)}]
+LooseAt == [t \in DOMAIN TraceLog |-> {i \in DOMAIN VarNames : VarNames[i] \in Loose[t]}]
+
+\* What tells two states of the search apart (TLC's VIEW): the trace, the
+\* position in it, and the values of the variables it leaves loose.  Any other
+\* variable is fixed by the trace and the position: the first event records it
+\* (MatchesInit), and every later one records it or keeps it unchanged
+\* (MatchesNext); `action` is the logged one.  So two states with the same view
+\* are the same state, and TLC fingerprints a few values instead of all of them.
+TraceView == <<trace, cursor, [i \in LooseAt[trace] |-> VarValues[i]]>>
+
 \* The next state's variables, for the diagnosis of a mismatch.
 Successor ==
     [log |-> log', hw |-> hw', epochCache |-> epochCache', recoveryPoint |-> recoveryPoint',

@@ -374,3 +374,35 @@ def test_spark_cli(tmp_path: Path) -> None:
     assert len((out / "results.json").read_text().splitlines()) == 2
     assert conform(str(path), "--no-spark", "--out", str(out)).exit_code == 0  # and back
     assert len(rows(out)) == 2
+
+
+@pytest.mark.tlc
+def test_a_hidden_variable_is_searched(
+    settings_: CheckSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Traces that leave `msgs` out conform: TLC searches the messages in flight, following
+    every message a logged receive could be about (the trace spec's VIEW keeps those branches
+    apart), and a wrong value that is recorded is still caught at its step."""
+    from kreplica.conformance import tlcdata, tracecheck
+    from kreplica.conformance.bench_hidden import hide
+
+    texts = [hide(t, ("msgs",)) for t in walks(6, 60, seed=3)]
+    spoiled = json.loads(texts[0])
+    spoiled["states"][20]["hw"] = [9, 9, 9]
+    items = [(f"t{i}", t) for i, t in enumerate([*texts, json.dumps(spoiled)])]
+    runs: list[Any] = []
+    real = tracecheck.run_tlc
+
+    def recording_run_tlc(module: Path, config: Path, options: TlcOptions) -> Any:
+        runs.append(real(module, config, options))
+        return runs[-1]
+
+    monkeypatch.setattr(tracecheck, "run_tlc", recording_run_tlc)
+    for reader in (None, tlcdata.build_reader()):
+        runs.clear()
+        checking = CheckSettings(settings_.params, settings_.spec_dir, settings_.tlc, reader)
+        results = check_texts(items, checking)
+        assert [r.verdict for r in results] == ["conforms"] * 6 + ["violates"]
+        assert (results[-1].step, results[-1].variables) == (20, ["hw"])
+        events = sum(len(json.loads(t)["states"]) for t in [*texts, json.dumps(spoiled)])
+        assert runs[0].distinct > events  # the search did branch on the hidden messages
