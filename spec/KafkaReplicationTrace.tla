@@ -123,11 +123,23 @@ MessageAction(name, m) ==
       [] name = "BecomeLeaderOrFollower" -> BecomeLeaderOrFollower(m)
       [] name = "LoseMessage" -> LoseMessage(m)
 
-\* The messages a logged message action can be about: every message action logs
-\* its receiver as `replica` (LoseMessage: `from` and `to`).
-Candidates(ev) ==
-    IF ev.e = "LoseMessage" THEN {m \in msgs : m.src = ev.a.from /\ m.dst = ev.a.to}
-    ELSE {m \in msgs : m.dst = ev.a.replica}
+\* Whether message m can be the one the logged message action ev is about, by
+\* the arguments ev logs of it: every message action logs its receiver as
+\* `replica`, a leader's handler the sender as `follower`, a follower's the
+\* sender as `leader`, BecomeLeaderOrFollower the message's epoch and leader,
+\* LoseMessage `from` and `to`.  Only a narrowing: the action logs these same
+\* values, so any other message would fail LoggedAction's check of `args`.
+About(ev, m) ==
+    CASE ev.e = "LoseMessage" -> m.src = ev.a.from /\ m.dst = ev.a.to
+      [] ev.e = "BecomeLeaderOrFollower" ->
+             /\ m.dst = ev.a.replica /\ m.type = "LeaderAndIsr"
+             /\ m.epoch = ev.a.epoch /\ m.leader = ev.a.leader
+      [] "follower" \in DOMAIN ev.a -> m.dst = ev.a.replica /\ m.src = ev.a.follower
+      [] "leader" \in DOMAIN ev.a -> m.dst = ev.a.replica /\ m.src = ev.a.leader
+      [] OTHER -> m.dst = ev.a.replica
+
+\* The messages a logged message action can be about.
+Candidates(ev) == {m \in msgs : About(ev, m)}
 
 \* A message the logged action received may stay in flight (DuplicatingNetwork:
 \* another copy of it is on its way) only where the trace records `msgs`: there
