@@ -107,7 +107,7 @@ def run_mode(mode: str, corpus_dir: Path, out: Path, batch_size: int) -> Measure
 @click.option("--traces", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--per-file", type=click.IntRange(min=1), default=500, show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=2500, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--mode", "modes", multiple=True, type=click.Choice(list(MODES)),
               help="Modes to run (default: all three).")  # fmt: skip

@@ -32,6 +32,7 @@ from kreplica.conformance import tlcdata
 from kreplica.conformance.results import JSON, PARQUET, SCHEMA, RowWriter, iter_rows
 from kreplica.conformance.sources import (
     Item,
+    balanced_batch_size,
     batches,
     iter_local,
     local_files,
@@ -79,7 +80,8 @@ def run_pool(run: PoolRun, out: Path, progress: Progress) -> None:
     try:
         with ProcessPoolExecutor(max_workers=run.workers) as pool:
             pending: set[Future[list[dict[str, Any]]]] = set()
-            for batch in batches(iter_local(run.files), run.batch_size):
+            size = balanced_batch_size(run.files, run.batch_size, run.workers)
+            for batch in batches(iter_local(run.files), size):
                 if len(pending) >= 2 * run.workers:  # bounded: the driver streams the corpus
                     finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                     done += _collect(finished, writer)

@@ -111,11 +111,11 @@ def _first_line(err: Exception) -> str:
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
-    default=1000,
+    default=2500,
     show_default=True,
-    help="Traces per TLC process (at most; a corpus is split over every core). Bigger batches "
-    "spread each JVM's start over more traces; one of 1,000 traces of 100 events takes about "
-    "0.6 GB.",
+    help="Traces per TLC process, at most; a batch also holds at most 256 MB of trace text "
+    "(TLC then takes about 1.2 GB), and a corpus is split over every core. Bigger batches "
+    "spread each JVM's start over more traces.",
 )
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--no-spark", is_flag=True, help="Use a local process pool instead of Spark.")

@@ -230,6 +230,23 @@ def test_shares_hold_a_batch_at_most_and_keep_every_worker_busy(tmp_path: Path) 
     assert any(len({p.path for p in s if isinstance(p, Lines)}) == 2 for s in shares)
 
 
+def test_big_traces_make_smaller_batches_and_small_corpora_use_every_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch holds at most BATCH_BYTES of trace text whatever the batch size (TLC's memory
+    grows with it), and the process pool splits a corpus smaller than a batch over its
+    workers, as Spark's shares do."""
+    from kreplica.conformance import sources
+
+    paths = [write_corpus(tmp_path / "big.jsonl", ["{}" * 500] * 12)]  # 1,001 bytes a line
+    assert len(plan(paths, 1000, 1)) == 1
+    assert sources.balanced_batch_size(paths, 1000, 2) == 6
+    monkeypatch.setattr(sources, "BATCH_BYTES", 3_003)  # three lines
+    assert len(plan(paths, 1000, 1)) == 4
+    assert len(plan(paths, 2, 1)) == 6  # the batch size still caps it
+    assert sources.balanced_batch_size(paths, 1000, 2) == 3
+
+
 @given(n=st.integers(0, 60), size=st.integers(1, 12), slack=st.integers(0, 4))
 def test_batches_keep_order_and_fold_a_small_remainder_into_the_last(
     n: int, size: int, slack: int
