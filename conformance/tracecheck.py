@@ -211,7 +211,7 @@ def _tla_bool(value: bool) -> str:
     return "TRUE" if value else "FALSE"
 
 
-def _config(params: SpecParams, replicas: int, diagnose: bool) -> str:
+def tlc_config(params: SpecParams, replicas: int, diagnose: bool) -> str:
     """The TLC config of a batch."""
     v = params.variant
     bugs = "{" + ", ".join(f'"{b}"' for b in sorted(v.bugs)) + "}"
@@ -338,7 +338,7 @@ def run_batch(
     try:
         module = write_batch(workdir, spec_dir, traces, reader)
         config = workdir / f"{TRACE_MODULE}.cfg"
-        config.write_text(_config(params, traces[0].replicas, diagnose), encoding="utf-8")
+        config.write_text(tlc_config(params, traces[0].replicas, diagnose), encoding="utf-8")
         result = run_tlc(module, config, options)
         return result, parse_printed(result.output)
     finally:
