@@ -3,8 +3,8 @@
 Takes the first `--traces` lines of a JSON-lines corpus, writes them as one batch (as
 `kreplica conform` does, with the Java reader), and runs TLC on it `--repeat` times, reporting
 for each run the CPU seconds of the TLC process, the part spent reading the traces (the reader
-times itself), and the CPU microseconds per trace event. The JVM's start and warm-up are
-included, as they are in a real batch.
+times itself), the CPU microseconds per trace event, and the process's peak resident memory.
+The JVM's start and warm-up are included, as they are in a real batch.
 
     python -m kreplica.conformance.bench_tlc --corpus b10k/a.jsonl --traces 1000 --repeat 3
 """
@@ -53,6 +53,7 @@ class Run:
     wall_seconds: float
     cpu_seconds: float
     read_seconds: float
+    peak_mb: float
 
     @property
     def us_per_event(self) -> float:
@@ -75,24 +76,26 @@ def write(corpus: Path, traces: int, workdir: Path, params: SpecParams) -> list[
 
 
 def run_once(cmd: list[str], workdir: Path) -> Run:
-    """Run TLC once; its CPU time from the kernel, its reading time from the reader."""
+    """Run TLC once; its CPU time and peak memory from the kernel, its reading time from the
+    reader."""
     (workdir / "tmp").mkdir(exist_ok=True)
     shutil.rmtree(workdir / "meta", ignore_errors=True)
-    before, start = os.times(), time.monotonic()
-    done = subprocess.run(cmd, cwd=workdir, capture_output=True, check=False)
-    after, wall = os.times(), time.monotonic() - start
-    cpu = (after.children_user - before.children_user) + (
-        after.children_system - before.children_system
-    )
-    text = done.stdout.decode("utf-8", "replace")
-    read = _READ.search(done.stderr.decode("utf-8", "replace"))
+    out, err = workdir / "stdout.txt", workdir / "stderr.txt"
+    start = time.monotonic()
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(cmd, cwd=workdir, stdout=stdout, stderr=stderr)
+        _, _, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    text = out.read_text(encoding="utf-8", errors="replace")
+    read = _READ.search(err.read_text(encoding="utf-8", errors="replace"))
     events = sum(int(n) for n in re.findall(r'<<"kreplica-events", \d+, (\d+)>>', text))
     return Run(
         events=events,
         conforming=text.count('<<"kreplica-conforms"'),
         wall_seconds=wall,
-        cpu_seconds=cpu,
+        cpu_seconds=usage.ru_utime + usage.ru_stime,
         read_seconds=float(read.group(1)) / 1000 if read else float("nan"),
+        peak_mb=usage.ru_maxrss / 1024,  # Linux: KiB
     )
 
 
@@ -115,7 +118,9 @@ def main(corpus: Path, traces: int, repeat: int, fetch_max_records: int) -> None
         runs = [run_once(cmd, workdir) for _ in range(repeat)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    table = Table("run", "events", "conform", "wall s", "CPU s", "reading s", "CPU µs/event")
+    table = Table(
+        "run", "events", "conform", "wall s", "CPU s", "reading s", "CPU µs/event", "peak MB"
+    )
     for n, run in enumerate(runs, 1):
         table.add_row(
             str(n),
@@ -125,6 +130,7 @@ def main(corpus: Path, traces: int, repeat: int, fetch_max_records: int) -> None
             f"{run.cpu_seconds:.2f}",
             f"{run.read_seconds:.2f}",
             f"{run.us_per_event:.0f}",
+            f"{run.peak_mb:,.0f}",
         )
     Console().print(table)
 

@@ -119,7 +119,7 @@ def _first_line(err: Exception) -> str:
     default=2500,
     show_default=True,
     help="Traces per TLC process, at most; a batch also holds at most 256 MB of trace text "
-    "(TLC then takes about 1.2 GB), and a corpus is split over every core. Bigger batches "
+    "(TLC then takes about 1.1 GB), and a corpus is split over every core. Bigger batches "
     "spread each JVM's start over more traces. With the TLA+ reader, at most 200.",
 )
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")

@@ -242,17 +242,15 @@ final class TraceDataJson {
     static Trace read(byte[] json, Vocabulary vocabulary) throws Invalid {
         Parser parser = new Parser(json);
         Node top = parser.document();
-        return new Builder(json, vocabulary).trace(top);
+        return new Builder(vocabulary).trace(top);
     }
 
     // ------------------------------------------------------------------ from JSON to a trace
 
     private static final class Builder {
-        private final byte[] text;
         private final Vocabulary vocabulary;
 
-        Builder(byte[] text, Vocabulary vocabulary) {
-            this.text = text;
+        Builder(Vocabulary vocabulary) {
             this.vocabulary = vocabulary;
         }
 
@@ -321,7 +319,9 @@ final class TraceDataJson {
                 if (now == null) {
                     throw new Invalid("state " + index + ": missing variable '" + v + "'");
                 }
-                if (previous == null || !sameText(previous.get(v), now)) {
+                // The parser shares the value of a variable whose text repeats the state
+                // before (Parser.repeated), so the same value means unchanged.
+                if (previous == null || previous.get(v).value != now.value) {
                     names.add(name(v));
                     values.add(convert(now, 0));
                 }
@@ -347,10 +347,6 @@ final class TraceDataJson {
                 throw new Invalid("step " + index + ": " + action + " takes arguments "
                         + String.join(", ", new java.util.TreeSet<>(expected)));
             }
-        }
-
-        private boolean sameText(Node a, Node b) {
-            return Arrays.equals(text, a.start, a.end, text, b.start, b.end);
         }
 
         /** The TLC value an ITF JSON value stands for. */
