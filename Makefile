@@ -8,19 +8,13 @@ JAVA_HINT := install a Java 17 JDK, e.g. 'apt-get install -y openjdk-17-jdk-head
 
 .PHONY: venv java demo test lint typecheck unit check-ci check-full clean
 
-venv: $(STAMP) build/typecheck/kreplica
+venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
-
-# mypy reads the package through a symlink tree, as the editable install maps it.
-build/typecheck/kreplica:
-	mkdir -p $@
-	ln -sfn ../../../impl $@/impl
-	ln -sfn ../../../conformance $@/conformance
 
 # TLC and Spark need Java 17, and `kreplica conform` compiles its trace reader with javac:
 # install Debian's JDK when we can (root with apt-get), else say how in one line.
@@ -39,7 +33,7 @@ lint: venv
 	$(BIN)/ruff format --check impl conformance tests
 
 typecheck: venv
-	MYPYPATH=build/typecheck $(BIN)/mypy -p kreplica.impl -p kreplica.conformance
+	MYPYPATH=src $(BIN)/mypy -p kreplica
 
 check-ci: venv java
 	$(BIN)/kreplica check --suite ci --jobs 2

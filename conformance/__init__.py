@@ -1,1 +1,35 @@
-"""kreplica.conformance: TLC runner, ITF traces, trace validation and the `kreplica` CLI."""
+"""kreplica.conformance: what holds the implementation (`kreplica.impl`) against the TLA+ spec.
+
+It is split into rooms by concern; each room's `__init__.py` says what it holds and what it may
+import. Imports flow one way, down this list, and never up or sideways:
+
+    cli        one module per `kreplica` subcommand: parse, call an engine, render
+    bench      the benchmark commands (`python -m kreplica.conformance.bench.NAME`)
+    fuzz       Hypothesis state machines, fuzz targets, the corpus writer, random walks
+    validate   trace validation with TLC: trace data, batches, Spark and pool runners, results
+               (it needs the spec's side only, so a Spark executor loads no simulator)
+    bridge     projection, recorder, replay, invariants, schedules: the only room that knows
+               both the implementation and the spec
+    tla        TLC and Apalache runners, TLC output, TLA+ values, ITF, model configs, the
+               spec's vocabulary: the spec's side, with no knowledge of the implementation
+    errors     (a module) the exceptions every room raises and the CLI's exit codes
+
+Rule and scenario numbers (R1-R17, S1-S13) in docstrings are explained in docs/kafka-rules.md;
+docs/architecture.md draws the rooms and what flows between them.
+
+`ROOMS` below is that graph as data; `tests/test_layout.py` reads every module's imports and
+fails on an edge it does not allow (Python refuses no cycle, so the test does).
+"""
+
+ROOMS: dict[str, frozenset[str]] = {
+    "cli": frozenset({"bench", "fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "bench": frozenset({"fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "fuzz": frozenset({"bridge", "tla", "errors", "impl"}),
+    "validate": frozenset({"tla", "errors", "impl"}),
+    "bridge": frozenset({"tla", "errors", "impl"}),
+    "tla": frozenset({"errors"}),
+    "errors": frozenset(),
+    "impl": frozenset(),
+}
+"""Each room of kreplica, and the rooms it may import (`impl` is kreplica.impl, which may import
+no other room)."""

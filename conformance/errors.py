@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+PROG = "kreplica"
+"""The command's name, as its messages print it."""
+
 # Exit codes of the `kreplica` CLI (documented in docs/cli.md and in `kreplica check --help`).
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1

@@ -6,7 +6,7 @@
 (*                                                                         *)
 (* Offsets are 0-based: the record at offset o is log[r][o + 1], and       *)
 (* LEO(r) = Len(log[r]).  Rule numbers (R1..R17) and scenarios (S1..S13)   *)
-(* refer to shared/kafka-semantics.md.  Every action is one step of the    *)
+(* are explained in docs/kafka-rules.md.  Every action is one step of the  *)
 (* implementation (kreplica.impl); its name and arguments are recorded in  *)
 (* the variable `action`, which traces carry as each state's #meta.        *)
 (***************************************************************************)

@@ -15,7 +15,7 @@
 (* The traces come from the module TraceData, which defines TraceLog.  The  *)
 (* one in spec/ holds a single one-state example; the checker generates    *)
 (* one per batch in a directory of its own (kreplica.conformance.          *)
-(* tracecheck).  A definition, not a CONSTANT: TLC evaluates it once.      *)
+(* validate.tracecheck).  A definition, not a CONSTANT: evaluated once.    *)
 (* Each trace is a record                                                  *)
 (*   [hidden |-> names of variables it never records,                      *)
 (*    events |-> << ev_0, ev_1, ... >>]                                     *)

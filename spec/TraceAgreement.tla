@@ -4,12 +4,12 @@
 (* event, as one operator over all the variables at once.                  *)
 (*                                                                         *)
 (* This definition is the reference.  The trace checker also ships a Java  *)
-(* override of it (conformance/java/TraceAgreement.java), which TLC uses    *)
-(* when the class is beside the spec: it computes the same value without   *)
-(* interpreting 23 comparisons per step, and sees that a variable the      *)
-(* action left in place is unchanged without comparing its value.  Traces  *)
-(* checked as TLA+ modules run without it, and the tests check that both   *)
-(* ways give the same verdicts.                                            *)
+(* override of it (conformance/validate/java/TraceAgreement.java),         *)
+(* which TLC uses when the class is beside the spec: it computes the same  *)
+(* value without interpreting 23 comparisons per step, and sees that a     *)
+(* variable the action left in place is unchanged without comparing its    *)
+(* value.  Traces checked as TLA+ modules run without it, and the tests    *)
+(* check that both ways give the same verdicts.                            *)
 (***************************************************************************)
 EXTENDS Integers, Sequences
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from click.testing import CliRunner, Result
-from kreplica.conformance.cli import main
+
+from kreplica.conformance.cli.main import main
 
 
 def fuzz(*args: str) -> Result:

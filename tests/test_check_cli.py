@@ -11,17 +11,19 @@ from pathlib import Path
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
-from kreplica.conformance.cli import CheckRow, exit_code, main
+
+from kreplica.conformance.cli.check import CheckRow, exit_code
+from kreplica.conformance.cli.main import main
 from kreplica.conformance.errors import SpecError
-from kreplica.conformance.itf import read_trace
-from kreplica.conformance.specs import (
+from kreplica.conformance.tla.itf import read_trace
+from kreplica.conformance.tla.specs import (
     default_spec_dir,
     load_config,
     parse_header,
     resolve_spec_dir,
     select_configs,
 )
-from kreplica.conformance.tlc import Outcome, TlcResult, Verdict
+from kreplica.conformance.tla.tlc_output import Outcome, TlcResult, Verdict
 
 
 def check(*args: str, env: dict[str, str] | None = None) -> Result:

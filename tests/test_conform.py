@@ -2,7 +2,7 @@
 
 Real TLC, real PySpark, real files. One SparkContext (local[2,2]: two threads, a task may
 fail once) serves every Spark test. The corpora are short random walks of the correct
-protocol (kreplica.conformance.corpus), so every one must conform.
+protocol (kreplica.conformance.fuzz.random_walk), so every one must conform.
 """
 
 from __future__ import annotations
@@ -20,14 +20,17 @@ import pytest
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kreplica.conformance import conform as conform_module
-from kreplica.conformance.cli import main
-from kreplica.conformance.conform import SparkRun, run_spark, ship_files
-from kreplica.conformance.corpus import corpus
+
+from kreplica.conformance.cli.main import main
 from kreplica.conformance.errors import TraceError
-from kreplica.conformance.itf import dumps_trace
-from kreplica.conformance.results import iter_rows
-from kreplica.conformance.sources import (
+from kreplica.conformance.fuzz.random_walk import corpus
+from kreplica.conformance.tla.itf import dumps_trace
+from kreplica.conformance.tla.specs import default_spec_dir
+from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.validate import conform as conform_module
+from kreplica.conformance.validate.conform import SparkRun, run_spark, ship_files
+from kreplica.conformance.validate.results import iter_rows
+from kreplica.conformance.validate.sources import (
     Lines,
     Share,
     batches,
@@ -38,9 +41,7 @@ from kreplica.conformance.sources import (
     read_share,
     split_file,
 )
-from kreplica.conformance.specs import default_spec_dir
-from kreplica.conformance.tlc import TlcOptions, find_java, find_tla2tools
-from kreplica.conformance.tracecheck import CheckSettings, SpecParams, check_texts
+from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams, check_texts
 from kreplica.impl.variants import Variant
 
 pytestmark = pytest.mark.tlc
@@ -236,7 +237,7 @@ def test_big_traces_make_smaller_batches_and_small_corpora_use_every_worker(
     """A batch holds at most BATCH_BYTES of trace text whatever the batch size (TLC's memory
     grows with it), and the process pool splits a corpus smaller than a batch over its
     workers, as Spark's shares do."""
-    from kreplica.conformance import sources
+    from kreplica.conformance.validate import sources
 
     paths = [write_corpus(tmp_path / "big.jsonl", ["{}" * 500] * 12)]  # 1,001 bytes a line
     assert len(plan(paths, 1000, 1)) == 1
@@ -400,8 +401,8 @@ def test_a_hidden_variable_is_searched(
     """Traces that leave `msgs` out conform: TLC searches the messages in flight, following
     every message a logged receive could be about (the trace spec's VIEW keeps those branches
     apart), and a wrong value that is recorded is still caught at its step."""
-    from kreplica.conformance import tlcdata, tracecheck
-    from kreplica.conformance.bench_hidden import hide
+    from kreplica.conformance.bench.hidden import hide
+    from kreplica.conformance.validate import tlcdata, tracecheck
 
     texts = [hide(t, ("msgs",)) for t in walks(6, 60, seed=3)]
     spoiled = json.loads(texts[0])

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from kreplica.conformance.corpus import corpus
-from kreplica.conformance.itf import dumps_trace
-from kreplica.conformance.specs import default_spec_dir
-from kreplica.conformance.tlc import TlcOptions, find_java, find_tla2tools
-from kreplica.conformance.tracecheck import CheckSettings, SpecParams, check_texts
+
+from kreplica.conformance.fuzz.random_walk import corpus
+from kreplica.conformance.tla.itf import dumps_trace
+from kreplica.conformance.tla.specs import default_spec_dir
+from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams, check_texts
 from kreplica.impl.variants import Variant, parse_variant
 
 pytestmark = pytest.mark.tlc

@@ -8,24 +8,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from kreplica.conformance.checking import (
+
+from kreplica.conformance.bridge.checked_steps import (
     IMPLEMENTATION_ERROR,
     POWER_LOSS_INVARIANTS,
     SpecRecorder,
     checked_violations,
 )
-from kreplica.conformance.fuzz import (
-    CHOICES,
-    FuzzSetup,
-    fuzzer_may_take,
-    run_fuzz,
-    save_failure,
-)
-from kreplica.conformance.fuzz_corpus import CorpusWriter
-from kreplica.conformance.fuzz_targets import TARGETS, Target
-from kreplica.conformance.invariants import INVARIANTS
-from kreplica.conformance.itf import read_trace
-from kreplica.conformance.schedule import (
+from kreplica.conformance.bridge.invariants import INVARIANTS
+from kreplica.conformance.bridge.schedule import (
     STEP_CLASSES,
     TP,
     minimize,
@@ -34,6 +25,12 @@ from kreplica.conformance.schedule import (
     step_from_json,
     step_to_json,
 )
+from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
+from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
+from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.fuzz.targets import TARGETS, Target
+from kreplica.conformance.tla.itf import read_trace
 from kreplica.impl.messages import IsolationLevel
 from kreplica.impl.steps import (
     ConsumerFetch,

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import fuzz, one_error_line
-from kreplica.conformance.itf import read_trace
-from kreplica.conformance.schedule import read_schedule, replay
+
+from kreplica.conformance.bridge.schedule import read_schedule, replay
+from kreplica.conformance.tla.itf import read_trace
 
 
 def test_a_clean_campaign_exits_0_and_writes_nothing(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from kreplica.conformance.cli import main
+
+from kreplica.conformance.cli.main import main
 
 pytestmark = pytest.mark.tlc
 

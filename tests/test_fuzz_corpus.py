@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import fuzz, one_error_line
-from kreplica.conformance.fuzz import FuzzSetup, run_fuzz
-from kreplica.conformance.fuzz_corpus import CorpusError, CorpusWriter
-from kreplica.conformance.itf import ItfTrace, iter_jsonl_traces
-from kreplica.conformance.projection import SPEC_VARS
+
+from kreplica.conformance.fuzz.campaign import run_fuzz
+from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
+from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.tla.itf import ItfTrace, iter_jsonl_traces
+from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.impl.variants import parse_variant
 
 
@@ -32,7 +34,7 @@ def test_every_run_is_one_line_with_its_id_and_set_up(tmp_path: Path) -> None:
     for trace in found:
         assert trace.meta["variant"] == "default" and trace.meta["bugs"] == []
         assert trace.meta["replicas"] == 2 and trace.meta["seed"] == 3
-        assert trace.meta["variables"] == trace.vars == list(SPEC_VARS)
+        assert trace.meta["variables"] == trace.vars == list(VARIABLES)
         assert trace.meta["invariants"] is True and "violation" not in trace.meta
         assert trace.states[0].action == "Init"
         assert all(state.action for state in trace.states[1:])

@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kreplica.conformance.itf import read_trace
-from kreplica.conformance.replay import replay, setup_from_config
-from kreplica.conformance.specs import load_config, resolve_spec_dir
+
+from kreplica.conformance.bridge.replay import replay, setup_from_config
+from kreplica.conformance.tla.itf import read_trace
+from kreplica.conformance.tla.specs import load_config, resolve_spec_dir
 
 GOLDEN = sorted((Path(__file__).parent.parent / "traces" / "golden").glob("*.itf.json"))
 SPEC = resolve_spec_dir(None)

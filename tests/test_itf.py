@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tlavalue_strategies import values
+
 from kreplica.conformance.errors import TraceError
-from kreplica.conformance.itf import (
+from kreplica.conformance.tla.itf import (
     ItfState,
     ItfTrace,
     build_trace,
@@ -25,9 +27,8 @@ from kreplica.conformance.itf import (
     write_text_atomic,
     write_trace,
 )
-from kreplica.conformance.tlavalue import Map, ModelValue, Record, Value
-from kreplica.conformance.tlc import parse_tlc_output
-from tlavalue_strategies import values
+from kreplica.conformance.tla.tlavalue import Map, ModelValue, Record, Value
+from kreplica.conformance.tla.tlc_output import parse_tlc_output
 
 
 @pytest.mark.parametrize(

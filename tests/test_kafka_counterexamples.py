@@ -11,15 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kreplica.conformance.itf import from_itf
-from kreplica.conformance.specs import load_config, resolve_spec_dir
-from kreplica.conformance.tlc import (
-    TlcOptions,
-    find_java,
-    find_tla2tools,
-    parse_tlc_output,
-    run_tlc,
-)
+
+from kreplica.conformance.tla.itf import from_itf
+from kreplica.conformance.tla.specs import load_config, resolve_spec_dir
+from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools, run_tlc
+from kreplica.conformance.tla.tlc_output import parse_tlc_output
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tlc" / "kafka"
 

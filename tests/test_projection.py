@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kreplica.conformance.invariants import violations
-from kreplica.conformance.projection import NOT_HOSTED, SPEC_VARS, Projector
-from kreplica.conformance.recorder import Recorder
-from kreplica.conformance.tlavalue import Record
-from kreplica.conformance.tlc import parse_tlc_output
+
+from kreplica.conformance.bridge.invariants import violations
+from kreplica.conformance.bridge.projection import NOT_HOSTED, Projector
+from kreplica.conformance.bridge.recorder import Recorder
+from kreplica.conformance.tla.tlavalue import Record
+from kreplica.conformance.tla.tlc_output import parse_tlc_output
+from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import TopicPartition
@@ -31,7 +33,7 @@ def test_initial_state_is_the_specs_init() -> None:
     trace = parse_tlc_output(FIXTURE.read_text(), exit_code=12).to_itf({})
     assert trace is not None
     init = trace.states[0].values
-    assert Projector(cluster(), TP).project() == {k: init[k] for k in SPEC_VARS}
+    assert Projector(cluster(), TP).project() == {k: init[k] for k in VARIABLES}
 
 
 def test_replicas_must_be_numbered_from_one() -> None:

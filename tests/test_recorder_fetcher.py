@@ -4,8 +4,8 @@ requests and answers that share a correlation id. Found by trace validation (see
 
 from __future__ import annotations
 
-from kreplica.conformance.recorder import Recorder
-from kreplica.conformance.tlavalue import Record
+from kreplica.conformance.bridge.recorder import Recorder
+from kreplica.conformance.tla.tlavalue import Record
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import TopicPartition

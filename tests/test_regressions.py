@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kreplica.conformance.fuzz_targets import TARGETS
-from kreplica.conformance.itf import read_trace
-from kreplica.conformance.schedule import read_schedule, replay
+
+from kreplica.conformance.bridge.schedule import read_schedule, replay
+from kreplica.conformance.fuzz.targets import TARGETS
+from kreplica.conformance.tla.itf import read_trace
 
 REGRESSIONS = Path(__file__).resolve().parent.parent / "traces" / "regressions"
 SCHEDULES = sorted(REGRESSIONS.glob("*.schedule.json"))
@@ -65,7 +66,8 @@ def test_kreplica_replay_reads_the_fuzz_set_up(name: str) -> None:
     """`kreplica replay` on a saved fuzz trace, without options, replays it under the variant
     and broker config its #meta records, state for state."""
     from click.testing import CliRunner
-    from kreplica.conformance.replay_cli import replay_command
+
+    from kreplica.conformance.cli.replay import replay_command
 
     result = CliRunner().invoke(replay_command, [str(REGRESSIONS / f"{name}.itf.json")])
     assert result.exit_code == 0, result.output

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
-from kreplica.conformance.cli import main
-from kreplica.conformance.replay import SPEC_ACTIONS
+
+from kreplica.conformance.bridge.replay import SPEC_ACTIONS
+from kreplica.conformance.cli.main import main
 
 ROOT = Path(__file__).parent.parent
 S1 = ROOT / "traces" / "golden" / "S1_HwTruncation.itf.json"

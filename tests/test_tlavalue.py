@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from tlavalue_strategies import values
+
 from kreplica.conformance.errors import TlaValueError
-from kreplica.conformance.tlavalue import (
+from kreplica.conformance.tla.tlavalue import (
     Map,
     ModelValue,
     Record,
@@ -16,7 +18,6 @@ from kreplica.conformance.tlavalue import (
     quote_string,
     unescape_string,
 )
-from tlavalue_strategies import values
 
 
 @pytest.mark.parametrize(

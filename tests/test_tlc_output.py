@@ -7,21 +7,18 @@ import os
 from pathlib import Path
 
 import pytest
+
 from kreplica.conformance.errors import CheckerError
-from kreplica.conformance.specs import load_config
-from kreplica.conformance.tlavalue import Map, ModelValue, Record
-from kreplica.conformance.tlc import (
+from kreplica.conformance.tla.specs import load_config
+from kreplica.conformance.tla.tlavalue import Map, ModelValue, Record
+from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools, run_tlc, tlc_command
+from kreplica.conformance.tla.tlc_output import (
     MessageParser,
     Outcome,
-    TlcOptions,
     TlcOutput,
     TlcProgress,
     Verdict,
-    find_java,
-    find_tla2tools,
     parse_tlc_output,
-    run_tlc,
-    tlc_command,
 )
 
 

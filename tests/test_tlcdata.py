@@ -15,15 +15,24 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from kreplica.conformance import tlcdata, tracecheck
-from kreplica.conformance.errors import CheckerError
-from kreplica.conformance.itf import ItfState, ItfTrace
-from kreplica.conformance.specs import resolve_spec_dir
-from kreplica.conformance.tlavalue import Map, ModelValue, Record, Value, format_value, parse_value
-from kreplica.conformance.tlc import TlcOptions, Verdict, find_tla2tools, run_tlc
-from kreplica.conformance.tracecheck import load, render
-from kreplica.conformance.vocabulary import ACTION_ARGS
 from tlavalue_strategies import values
+
+from kreplica.conformance.errors import CheckerError
+from kreplica.conformance.tla.itf import ItfState, ItfTrace
+from kreplica.conformance.tla.specs import resolve_spec_dir
+from kreplica.conformance.tla.tlavalue import (
+    Map,
+    ModelValue,
+    Record,
+    Value,
+    format_value,
+    parse_value,
+)
+from kreplica.conformance.tla.tlc import TlcOptions, find_tla2tools, run_tlc
+from kreplica.conformance.tla.tlc_output import Verdict
+from kreplica.conformance.tla.vocabulary import ACTION_ARGS
+from kreplica.conformance.validate import tlcdata, tracecheck
+from kreplica.conformance.validate.tracecheck import load, render
 
 # Values whose TLC form is easy to get wrong: set order and duplicates, record field order,
 # empty records (<<>>), negative and extreme integers, escapes, functions with integer keys.
@@ -229,8 +238,8 @@ def _odd_trace() -> str:
 
 
 def _json_traces() -> list[str]:
-    from kreplica.conformance.corpus import corpus
-    from kreplica.conformance.itf import dumps_trace
+    from kreplica.conformance.fuzz.random_walk import corpus
+    from kreplica.conformance.tla.itf import dumps_trace
     from kreplica.impl.variants import Variant
 
     return [dumps_trace(t) for t in corpus(3, 25, 9, Variant(), 3)] + [_odd_trace()]

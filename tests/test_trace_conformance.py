@@ -1,8 +1,8 @@
 """Trace validation: recorded runs of the implementation conform to the spec (real TLC).
 
-A small random-walk corpus of the correct protocol (kreplica.conformance.corpus, a fixed seed)
-must conform step by step: every divergence trace validation has found between the spec and
-the implementation is resolved (docs/vocabulary.md lists them), so one rejected trace is a
+A small random-walk corpus of the correct protocol (kreplica.conformance.fuzz.random_walk, a
+fixed seed) must conform step by step: every divergence trace validation has found between the
+spec and the implementation is resolved (docs/vocabulary.md lists them), so one rejected trace is a
 regression of the spec, the projection, the recorder or the implementation. The golden traces
 (TLC counterexamples) must conform as well, each under the variant of its own config.
 """
@@ -13,15 +13,16 @@ import json
 from pathlib import Path
 
 import pytest
-from kreplica.conformance.corpus import corpus
-from kreplica.conformance.fuzz import CONFIG, FETCH_MAX_RECORDS
-from kreplica.conformance.itf import dumps_trace
-from kreplica.conformance.projection import NO_LEADER, NOT_HOSTED
-from kreplica.conformance.recorder import Recorder
-from kreplica.conformance.replay import TP, setup_from_config
-from kreplica.conformance.specs import resolve_spec_dir
-from kreplica.conformance.tlc import TlcOptions, find_java
-from kreplica.conformance.tracecheck import (
+
+from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED
+from kreplica.conformance.bridge.recorder import Recorder
+from kreplica.conformance.bridge.replay import TP, setup_from_config
+from kreplica.conformance.fuzz.random_walk import corpus
+from kreplica.conformance.fuzz.setup import CONFIG, FETCH_MAX_RECORDS
+from kreplica.conformance.tla.itf import dumps_trace
+from kreplica.conformance.tla.specs import resolve_spec_dir
+from kreplica.conformance.tla.tlc import TlcOptions, find_java
+from kreplica.conformance.validate.tracecheck import (
     CONFORMS,
     CheckSettings,
     SpecParams,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from kreplica.conformance.tlavalue import Map, ModelValue, Record, Value
+
+from kreplica.conformance.tla.tlavalue import Map, ModelValue, Record, Value
 
 _names = st.from_regex(r"[a-z][a-zA-Z0-9_]{0,6}", fullmatch=True)
 _scalars = st.one_of(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kreplica.impl.epoch_cache import EpochEntry, LeaderEpochFileCache
 from kreplica.impl.messages import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.errors import IllegalStateError

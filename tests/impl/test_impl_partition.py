@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from impl_helpers import TP, FakeIsrChannel, make_partition, state
+
 from kreplica.impl.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,

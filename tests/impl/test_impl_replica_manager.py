@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from impl_helpers import fetch_request, produce_request, rpc
+
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (

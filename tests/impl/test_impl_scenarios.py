@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kreplica.impl.client import CLIENT_ID
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.controller import CONTROLLER_ID

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from kreplica.impl.client import CLIENT_ID
 from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.config import BrokerConfig

@@ -1,0 +1,235 @@
+"""Benchmark of the fuzzer: throughput, and time to detect each seeded bug and unsafe variant.
+
+Throughput: state-machine steps (rule applications) per second of a campaign on the correct
+protocol with every fault on, every step recorded as an ITF trace and checked; per CPU
+second of this process (one core) and per wall second.
+
+Detection: for each target (`fuzz_targets.TARGETS`, each with its own set-up), campaigns with
+seeds 0..k-1, each searching for at most `--time-limit` seconds: the seconds until the first
+failing run, the runs it took, and the failing run once minimised (`schedule.minimize`; no
+Hypothesis shrinking): its spec actions and impl steps. Medians are over the seeds; a seed
+that found nothing counts as slower than the limit.
+
+    .venv/bin/python -m kreplica.conformance.bench.fuzz [--seeds 5] [--only WORD] [--markdown]
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz
+from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.fuzz.targets import TARGETS, Target
+
+MAX_SPEC_ACTIONS = 15
+"""The issue's bound on a shrunk failing run."""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A campaign on the correct protocol: its steps and the CPU and wall seconds it took."""
+
+    runs: int
+    steps: int
+    impl_steps: int
+    cpu_seconds: float
+    wall_seconds: float
+
+    @property
+    def rate(self) -> float:
+        """State-machine steps per CPU second."""
+        return self.steps / self.cpu_seconds
+
+    @property
+    def wall_rate(self) -> float:
+        """State-machine steps per wall second."""
+        return self.steps / self.wall_seconds
+
+
+def throughput(examples: int, max_steps: int = 100) -> Throughput:
+    """Fuzz the correct protocol with every fault on; time it."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = run_fuzz(FuzzSetup(), examples, max_steps, seed_value=0)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    if result.failure is not None:
+        raise click.ClickException(f"the correct protocol failed: {result.failure.reason}")
+    s = result.stats
+    return Throughput(s.runs, s.steps, s.impl_steps, cpu, wall)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One target's campaigns, one per seed."""
+
+    target: Target
+    results: tuple[FuzzResult, ...]
+    time_limit: float
+
+    @property
+    def found(self) -> list[FuzzResult]:
+        """The campaigns that found a failure."""
+        return [r for r in self.results if r.failure is not None]
+
+    def seconds(self) -> list[float]:
+        """Seconds to the first failing run per seed (inf: not found in the time limit)."""
+        return [(r.stats.detected or 0.0) if r.failure else math.inf for r in self.results]
+
+    def median_seconds(self) -> float:
+        """The median time to detection (inf when most seeds found nothing)."""
+        return statistics.median(self.seconds())
+
+    def median_cpu_seconds(self) -> float:
+        """The median CPU time to detection (inf when most seeds found nothing)."""
+        cpu = [(r.stats.detected_cpu or 0.0) if r.failure else math.inf for r in self.results]
+        return statistics.median(cpu)
+
+    def spec_actions(self) -> list[int]:
+        """Spec actions of each minimised failing run."""
+        return [r.failure.spec_actions for r in self.found if r.failure]
+
+    def cells(self) -> list[str]:
+        """The table row."""
+        found = self.found
+        runs = [float(r.stats.runs_to_failure) for r in found]
+        actions = self.spec_actions()
+        impl = [float(len(r.failure.steps)) for r in found if r.failure]
+        invariants = sorted({r.failure.invariant for r in found if r.failure})
+        median, cpu = self.median_seconds(), self.median_cpu_seconds()
+        return [
+            self.target.word,
+            " ".join(self.target.options()[1:]) or "(defaults)",
+            f"{len(found)}/{len(self.results)}",
+            f"{median:.1f}" if math.isfinite(median) else f"> {self.time_limit:g}",
+            f"{cpu:.1f}" if math.isfinite(cpu) else "-",
+            _median(runs, "{:.0f}"),
+            f"{_median([float(a) for a in actions], '{:.0f}')} (max {max(actions)})"
+            if actions
+            else "-",
+            _median(impl, "{:.0f}"),
+            ", ".join(invariants) or "-",
+        ]
+
+
+COLUMNS = (
+    "target",
+    "set-up (kreplica fuzz options)",
+    "found",
+    "median s to detection",
+    "median CPU s",
+    "median runs",
+    "spec actions (median)",
+    "impl steps (median)",
+    "invariant broken",
+)
+
+
+def _median(values: Sequence[float], form: str) -> str:
+    """The median, formatted, or '-' when there are no values."""
+    return form.format(statistics.median(values)) if values else "-"
+
+
+def detect(target: Target, seeds: int, time_limit: float, console: Console) -> Detection:
+    """Run one campaign per seed for the target; report each on the console."""
+    results = []
+    for seed_value in range(seeds):
+        result = run_fuzz(target.setup, 10**9, 100, seed_value, shrink=False, time_limit=time_limit)
+        results.append(result)
+        console.print(f"  {target.word} seed {seed_value}: {_one(result)}")
+    return Detection(target, tuple(results), time_limit)
+
+
+def _one(result: FuzzResult) -> str:
+    """A one-line account of one campaign."""
+    f = result.failure
+    if f is None:
+        return f"not found in {result.stats.runs} runs ({result.seconds:.0f} s)"
+    s = result.stats
+    return (
+        f"{f.invariant} after {s.detected or 0:.1f} s (run {s.runs_to_failure}); "
+        f"minimised to {f.spec_actions} spec actions, {len(f.steps)} impl steps"
+    )
+
+
+def detection_table(rows: Sequence[Detection]) -> Table:
+    """The rich table of every target's detection."""
+    table = Table(title="time to detection (one campaign per seed, no Hypothesis shrinking)")
+    for name in COLUMNS:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row.cells())
+    return table
+
+
+def markdown(rows: Sequence[Detection]) -> str:
+    """The same table in markdown (for docs/fuzzing.md)."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        cells = row.cells()
+        cells[1] = f"`{cells[1]}`" if cells[1] != "(defaults)" else cells[1]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--throughput-examples",
+    type=click.IntRange(min=0),
+    default=500,
+    show_default=True,
+    help="Runs of the throughput campaign (0: skip it).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Detection campaigns per target (0: skip detection).",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=120.0,
+    show_default=True,
+    help="Seconds each detection campaign may search.",
+)
+@click.option("--only", multiple=True, metavar="WORD", help="Only this target (repeatable).")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
+def main(
+    throughput_examples: int,
+    seeds: int,
+    time_limit: float,
+    only: tuple[str, ...],
+    as_markdown: bool,
+) -> None:
+    """Measure the fuzzer's throughput and its time to detect each seeded bug and variant."""
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=200)  # a log file: no wrapping
+    unknown = sorted(set(only) - {t.word for t in TARGETS})
+    if unknown:
+        raise click.BadParameter(f"unknown target {unknown[0]!r}", param_hint="--only")
+    if throughput_examples > 0:
+        t = throughput(throughput_examples)
+        console.print(
+            f"throughput: {t.rate:,.0f} steps/s per CPU second ({t.wall_rate:,.0f} per wall "
+            f"second): {t.steps:,} steps ({t.impl_steps:,} impl steps) in {t.runs:,} runs, "
+            f"{t.cpu_seconds:.1f} s CPU, {t.wall_seconds:.1f} s wall"
+        )
+    chosen = [t for t in TARGETS if seeds and (not only or t.word in only)]
+    rows = [detect(t, seeds, time_limit, console) for t in chosen]
+    if rows:
+        console.print(detection_table(rows))
+        if as_markdown:
+            console.print(markdown(rows), soft_wrap=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,344 @@
+"""The projection: implementation state onto the spec's variables (one name per concept).
+
+`Projector(cluster, tp).project()` returns the value of every variable of
+spec/KafkaReplication.tla for partition `tp`, as tlavalue values (so it encodes to ITF and
+compares with TLC's states). Per-replica functions are tuples indexed by broker id - 1, as TLC
+prints functions over 1..n. The spec's history variables (nextRecord, acked, committed,
+crashes, uncleanShutdowns, removed) are not implementation state: the projector keeps them,
+from what `observe` sees after each step, exactly as the spec's actions update them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kreplica.conformance.tla.tlavalue import Record, Value
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.fetcher import ReplicaState
+from kreplica.impl.messages import (
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    Message,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicPartition,
+)
+from kreplica.impl.network import Envelope
+
+NO_LEADER = -1
+# leaderEpoch of a broker that hosts no Partition (the spec's NotHosted); a hosted Partition
+# that has accepted no leader epoch yet shows its own -1 (NoEpoch), as Kafka's does.
+NOT_HOSTED = -2
+UNDEFINED = -1
+CLIENT = -1
+CONTROLLER = 0
+FETCH_STATES = {ReplicaState.TRUNCATING: "Truncating", ReplicaState.FETCHING: "Fetching"}
+
+State = dict[str, Any]  # spec variable -> its TLA+ value (see tlavalue.Value)
+
+
+@dataclass
+class History:
+    """What the spec records as history: counters, acks, reads, removals, in-flight requests."""
+
+    next_record: int = 1
+    acked: set[int] = field(default_factory=set)
+    committed: set[tuple[int, int]] = field(default_factory=set)
+    crashes: int = 0
+    unclean_shutdowns: int = 0
+    removed: set[tuple[int, int, str]] = field(default_factory=set)
+    # (src, src incarnation, dst, correlation id) of a request -> what its response echoes
+    # (a restarted broker numbers its requests from the start again)
+    requests: dict[tuple[int, int, int, int], dict[str, Value]] = field(default_factory=dict)
+    # (follower, its incarnation, leader) -> the correlation id of the follower's latest
+    # fetcher request to that leader: it has given up on the earlier ones (Projector._msgs)
+    latest: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    produce_records: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+def delivered_to_running(cluster: Cluster, envelope: Envelope) -> bool:
+    """True if the envelope goes to a running broker's current incarnation: only such
+    messages are in the spec's `msgs` (the others will be dropped on arrival)."""
+    dst = envelope.dst
+    if dst in (CLIENT, CONTROLLER) or not cluster.is_alive(dst):
+        return False
+    return envelope.dst_incarnation == cluster.brokers[dst].incarnation
+
+
+def is_fetcher_request(payload: Message) -> bool:
+    """A request of a follower's fetcher to its leader (a consumer's FETCH is not one)."""
+    if isinstance(payload, FetchRequest | ListOffsetsRequest):
+        return payload.replica_id >= 0
+    return isinstance(payload, OffsetsForLeaderEpochRequest)
+
+
+class Projector:
+    """Projects one partition of a running cluster onto the spec's variables."""
+
+    def __init__(self, cluster: Cluster, tp: TopicPartition) -> None:
+        self.cluster = cluster
+        self.tp = tp
+        self.replicas = tuple(sorted(cluster.assignment[tp]))
+        if self.replicas != tuple(range(1, len(self.replicas) + 1)):
+            raise ValueError(f"the spec numbers replicas 1..n; {tp} is on {self.replicas}")
+        self.history = History()
+        self.observe_network()
+
+    # ------------------------------------------------------------------ per replica
+
+    def _log_values(self, r: int) -> tuple[tuple[Value, ...], int, tuple[Value, ...], int]:
+        """(log, hw, epochCache, recoveryPoint) of replica r, from its disk."""
+        log = self.cluster.log(r, self.tp)
+        if log is None:
+            return (), 0, (), 0
+        entries = tuple(Record({"epoch": e.epoch, "record": e.record_id}) for e in log.entries)
+        cache = tuple(
+            Record({"epoch": e.epoch, "startOffset": e.start_offset})
+            for e in log.leader_epoch_cache.entries
+        )
+        return entries, log.high_watermark, cache, log.recovery_point
+
+    def _role(self, r: int) -> tuple[int, int, str, frozenset[int], tuple[int, ...]]:
+        """(leaderEpoch, leader, fetchState, isr, remoteLeo) of replica r as it knows them."""
+        unknown = tuple(-1 for _ in self.replicas)
+        partition = self.cluster.partition(r, self.tp) if self.cluster.is_alive(r) else None
+        if partition is None:
+            return NOT_HOSTED, NO_LEADER, "Idle", frozenset(), unknown
+        leader = partition.leader_replica_id
+        leader = NO_LEADER if leader is None else leader
+        if leader == r:
+            remote = partition.remote_replicas
+            leos = tuple(
+                remote[f].log_end_offset if f != r and f in remote else -1 for f in self.replicas
+            )
+            isr = frozenset(partition.in_sync_replica_ids)
+            return partition.leader_epoch, r, "Idle", isr, leos
+        return partition.leader_epoch, leader, self._fetch_state(r, leader), frozenset(), unknown
+
+    def _fetch_state(self, r: int, leader: int) -> str:
+        """The fetcher's state for tp on follower r: Truncating, Fetching, Failed or Idle."""
+        manager = self.cluster.brokers[r].replica_manager.replica_fetcher_manager
+        if self.tp in manager.failed_partitions:
+            return "Failed"
+        fetcher = manager.fetchers.get(leader)
+        state = fetcher.partition_states.state_value(self.tp) if fetcher is not None else None
+        return "Idle" if state is None else FETCH_STATES[state.state]
+
+    # ------------------------------------------------------------------ the partition
+
+    def _pending(self) -> frozenset[Value]:
+        """acks=-1 produces waiting in a live leader's purgatory: [record, replica, offset]."""
+        waiting: set[Value] = set()
+        for r in self.replicas:
+            if not self.cluster.is_alive(r):
+                continue
+            log = self.cluster.log(r, self.tp)
+            purgatory = self.cluster.brokers[r].replica_manager.delayed_produce_purgatory
+            for op in purgatory.pending():
+                status = op.produce_status.get(self.tp)
+                if status is None or not status.acks_pending or log is None:
+                    continue
+                offset = status.required_offset - 1
+                if offset < len(log.entries):
+                    record = log.entries[offset].record_id
+                    waiting.add(Record({"record": record, "replica": r, "offset": offset}))
+        return frozenset(waiting)
+
+    def _msgs(self) -> frozenset[Value]:
+        """Messages in flight that the spec models, as its message records.
+
+        A follower's fetcher awaits at most one request at a time: once it has sent a newer
+        request to the same leader it has given up on the earlier ones (a request timeout), as
+        the spec's sending actions do. A given-up request is shown with incarnation 0 (its
+        answer will be dropped), and an answer to one is not shown (it is lost)."""
+        out: set[Value] = set()
+        for envelope in self.cluster.in_flight():
+            if self._delivered_to_running(envelope):
+                out.update(self._spec_messages(envelope))
+        return frozenset(out)
+
+    def _delivered_to_running(self, envelope: Envelope) -> bool:
+        """True if the envelope goes to a running broker's current incarnation."""
+        return delivered_to_running(self.cluster, envelope)
+
+    def shown(self, envelope: Envelope) -> bool:
+        """True if the envelope is in the spec's `msgs`: it goes to a running broker's current
+        incarnation, concerns tp, and is not the answer to a request given up on."""
+        return self._delivered_to_running(envelope) and bool(self._spec_messages(envelope))
+
+    def _spec_messages(self, envelope: Envelope) -> list[Record]:
+        """The spec's records for the parts of one envelope that concern tp."""
+        src, dst, payload = envelope.src, envelope.dst, envelope.payload
+        base: dict[str, Value] = {"src": src, "dst": dst}
+        if isinstance(payload, LeaderAndIsrRequest):
+            return [
+                Record({"type": "LeaderAndIsr", **base, "epoch": s.leader_epoch,
+                        "leader": s.leader, "isr": frozenset(s.isr)})
+                for s in payload.partition_states if s.tp == self.tp
+            ]  # fmt: skip
+        corr = getattr(payload, "correlation_id", -1)
+        if is_fetcher_request(payload):
+            awaited = self.awaited(src, envelope.src_incarnation, dst, corr)
+            inc = envelope.src_incarnation if awaited else 0
+            seen = self.history.requests.get((src, envelope.src_incarnation, dst, corr))
+            if seen is not None:  # the request as it was when sent (its epoch may be implicit)
+                return [Record({**seen, "inc": inc})]
+            return [Record({**r, "inc": inc}) for r in self._request_messages(envelope)]
+        if not self.awaited(dst, envelope.dst_incarnation, src, corr):
+            return []  # the answer to a request its sender has given up on: lost
+        echo = self.history.requests.get((dst, envelope.dst_incarnation, src, corr), {})
+        if isinstance(payload, FetchResponse) and echo.get("type") == "FetchRequest":
+            return [
+                Record({"type": "FetchResponse", **base, "epoch": echo["epoch"],
+                        "offset": echo["offset"], "error": p.error.name,
+                        "entries": tuple(Record({"epoch": e.epoch, "record": e.record_id})
+                                         for e in p.records),
+                        "hw": p.high_watermark})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        if isinstance(payload, OffsetsForLeaderEpochResponse) and "requested" in echo:
+            return [
+                Record({"type": "OffsetsForLeaderEpochResponse", **base, "epoch": echo["epoch"],
+                        "requested": echo["requested"], "error": p.error.name,
+                        "leaderEpoch": p.leader_epoch, "endOffset": p.end_offset})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        if isinstance(payload, ListOffsetsResponse) and echo.get("type") == "ListOffsetsRequest":
+            return [
+                Record({"type": "ListOffsetsResponse", **base, "epoch": echo["epoch"],
+                        "error": p.error.name,
+                        "offset": p.offset if p.error.name == "NONE" else UNDEFINED})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        return []
+
+    def awaited(self, follower: int, incarnation: int, leader: int, corr: int) -> bool:
+        """False if `follower` (in `incarnation`) has sent `leader` a later fetcher request
+        than the one numbered `corr`: it has given up on that one."""
+        latest = self.history.latest.get((follower, incarnation, leader))
+        return latest is None or corr >= latest
+
+    def _request_messages(self, envelope: Envelope) -> list[Record]:
+        """A fetcher request's records for tp, carrying the sender's incarnation."""
+        src, payload = envelope.src, envelope.payload
+        request: dict[str, Value] = {"src": src, "dst": envelope.dst,
+                                     "inc": envelope.src_incarnation}  # fmt: skip
+        if isinstance(payload, FetchRequest):
+            return [
+                Record({"type": "FetchRequest", **request, **self._request_epoch(src, p),
+                        "offset": p.fetch_offset})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        if isinstance(payload, OffsetsForLeaderEpochRequest):
+            return [
+                Record({"type": "OffsetsForLeaderEpochRequest", **request,
+                        **self._request_epoch(src, p), "requested": p.leader_epoch})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        if isinstance(payload, ListOffsetsRequest):
+            return [
+                Record({"type": "ListOffsetsRequest", **request, **self._request_epoch(src, p)})
+                for p in payload.partitions if p.tp == self.tp
+            ]  # fmt: skip
+        return []
+
+    def _request_epoch(self, src: Value, part: object) -> dict[str, Value]:
+        """The sender's current leader epoch (sent, or remembered when fencing is off)."""
+        epoch = getattr(part, "current_leader_epoch", None)
+        if epoch is None:
+            partition = self.cluster.partition(int(src), self.tp)  # type: ignore[arg-type]
+            epoch = partition.leader_epoch if partition is not None else -1
+        return {"epoch": epoch}
+
+    # ------------------------------------------------------------------ the state
+
+    def project(self) -> State:
+        """Every spec variable of the current state."""
+        logs = [self._log_values(r) for r in self.replicas]
+        roles = [self._role(r) for r in self.replicas]
+        reg = self.cluster.controller.partitions[self.tp]
+        h = self.history
+        return {
+            "log": tuple(v[0] for v in logs),
+            "hw": tuple(v[1] for v in logs),
+            "epochCache": tuple(v[2] for v in logs),
+            "recoveryPoint": tuple(v[3] for v in logs),
+            "leaderEpoch": tuple(v[0] for v in roles),
+            "leader": tuple(v[1] for v in roles),
+            "fetchState": tuple(v[2] for v in roles),
+            "isr": tuple(v[3] for v in roles),
+            "remoteLeo": tuple(v[4] for v in roles),
+            "alive": frozenset(r for r in self.replicas if self.cluster.is_alive(r)),
+            "incarnation": tuple(self.cluster.incarnations[r] for r in self.replicas),
+            "ctrlLive": frozenset(self.replicas) & self.cluster.controller.live_brokers,
+            "ctrlLeader": reg.leader,
+            "ctrlEpoch": reg.leader_epoch,
+            "ctrlIsr": frozenset(reg.isr),
+            "msgs": self._msgs(),
+            "nextRecord": h.next_record,
+            "pending": self._pending(),
+            "acked": frozenset(h.acked),
+            "committed": frozenset(h.committed),
+            "crashes": h.crashes,
+            "uncleanShutdowns": h.unclean_shutdowns,
+            "removed": frozenset(
+                Record({"replica": r, "record": rec, "cause": cause}) for r, rec, cause in h.removed
+            ),
+        }  # fmt: skip
+
+    # ------------------------------------------------------------------ history
+
+    def observe_network(self) -> None:
+        """Remember the requests now in flight (their responses echo them), each follower's
+        latest request to each leader, and acked produces."""
+        h = self.history
+        for envelope in self.cluster.in_flight():
+            payload = envelope.payload
+            corr = getattr(payload, "correlation_id", -1)
+            key = (envelope.src, envelope.src_incarnation, envelope.dst, corr)
+            if isinstance(payload, ProduceRequest):
+                h.produce_records[payload.correlation_id] = tuple(
+                    rid for p in payload.partitions if p.tp == self.tp for rid in p.record_ids
+                )
+            elif isinstance(payload, ProduceResponse) and envelope.dst == CLIENT:
+                if any(p.tp == self.tp and p.error.name == "NONE" for p in payload.partitions):
+                    h.acked.update(h.produce_records.get(payload.correlation_id, ()))
+            elif is_fetcher_request(payload):
+                link = (envelope.src, envelope.src_incarnation, envelope.dst)
+                h.latest[link] = max(corr, h.latest.get(link, corr))
+                if key not in h.requests:
+                    for message in self._request_messages(envelope):
+                        h.requests[key] = dict(message)
+
+    def observe(self, before: State, cause: str | None) -> None:
+        """Update the history after a step; `cause` names a log cut ('unclean-shutdown')."""
+        after_logs = [self._log_values(r)[0] for r in self.replicas]
+        for r, old, new in zip(self.replicas, before["log"], after_logs, strict=True):
+            if len(new) < len(old):
+                for entry in old[len(new) :]:
+                    self.history.removed.add((r, entry["record"], cause or "truncation"))
+        for r in self.replicas:
+            partition = self.cluster.partition(r, self.tp) if self.cluster.is_alive(r) else None
+            if partition is not None and partition.leader_replica_id == r:
+                log = self.cluster.log(r, self.tp)
+                if log is not None:
+                    for o in range(log.high_watermark):
+                        self.history.committed.add((o, log.entries[o].record_id))
+        self.observe_network()
+
+    def note_produce_delivered(self) -> None:
+        """A PRODUCE reached a broker: the spec's producer moves to its next record."""
+        self.history.next_record += 1
+
+    def note_fault(self, unclean: bool) -> None:
+        """Count a crash or an unclean shutdown."""
+        if unclean:
+            self.history.unclean_shutdowns += 1
+        else:
+            self.history.crashes += 1

@@ -1,0 +1,267 @@
+"""Record a run of the implementation as an ITF trace in the spec's vocabulary.
+
+`Recorder(cluster, tp).apply(step)` performs one simulator step and appends one ITF state per
+spec action that the step performed, named as the spec names it, with its arguments. A step
+the spec does not see (a client sending, a message to a dead broker) changes no spec variable
+and is recorded as nothing: the spec stutters. A Tick can be several spec actions (one per
+delayed produce that expires); the states between them differ only in `pending`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kreplica.conformance.bridge.projection import (
+    Projector,
+    State,
+    delivered_to_running,
+)
+from kreplica.conformance.tla.itf import ItfState, ItfTrace
+from kreplica.conformance.tla.vocabulary import VARIABLES
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.fetcher import AbstractFetcherThread
+from kreplica.impl.messages import (
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    ProduceRequest,
+    TopicPartition,
+)
+from kreplica.impl.network import Envelope
+from kreplica.impl.steps import (
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Drop,
+    Elect,
+    Flush,
+    Restart,
+    ShrinkIsr,
+    Step,
+    Tick,
+    UncleanShutdown,
+)
+
+Args = dict[str, Any]
+
+# Responses named by the action that handles them at the follower.
+RESPONSE_HANDLERS: dict[type, str] = {
+    FetchResponse: "FollowerHandleFetchResponse",
+    OffsetsForLeaderEpochResponse: "FollowerHandleOffsetsForLeaderEpochResponse",
+    ListOffsetsResponse: "FollowerHandleListOffsetsResponse",
+}
+
+# Steps that are one spec action of one broker.
+BROKER_STEPS: dict[type, str] = {
+    Crash: "Crash",
+    UncleanShutdown: "UncleanShutdown",
+    Restart: "Restart",
+    DetectFailure: "ControllerDetectFailure",
+    Flush: "Flush",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One spec action performed by the implementation, and the state it led to."""
+
+    action: str
+    args: Args
+    state: State
+    step: str
+
+
+def delivery_action(
+    cluster: Cluster, step: Deliver | Drop, projector: Projector | None = None
+) -> tuple[str, Args] | None:
+    """The spec action that delivering (or dropping) the message at `step` performs; with
+    a projector, None for a message that is not in the spec's `msgs`."""
+    envelope = cluster.network.queues[(step.src, step.dst)][step.index]
+    payload = envelope.payload
+    src, dst = step.src, step.dst
+    if isinstance(payload, ProduceRequest) and isinstance(step, Deliver):
+        if not delivered_to_running(cluster, envelope):
+            return None
+        records = [r for p in payload.partitions for r in p.record_ids]
+        record = records[0] if records else -1
+        return "Produce", {"replica": dst, "record": record, "acks": payload.acks}
+    if not delivered_to_running(cluster, envelope) or isinstance(payload, ProduceRequest):
+        return None  # not in the spec's msgs: a message to a dead incarnation, or a client's
+    if projector is not None and not projector.shown(envelope):
+        return None  # not in the spec's msgs: the answer to a request given up on
+    if isinstance(step, Drop):
+        return "LoseMessage", {"from": src, "to": dst}
+    if isinstance(payload, LeaderAndIsrRequest):
+        state = payload.partition_states[0]
+        args = {"replica": dst, "epoch": state.leader_epoch, "leader": state.leader}
+        return "BecomeLeaderOrFollower", args
+    if isinstance(payload, FetchRequest):
+        args = {"replica": dst, "follower": src, "offset": payload.partitions[0].fetch_offset}
+        return "LeaderHandleFetch", args
+    if isinstance(payload, OffsetsForLeaderEpochRequest):
+        args = {"replica": dst, "follower": src, "requested": payload.partitions[0].leader_epoch}
+        return "LeaderHandleOffsetsForLeaderEpoch", args
+    if isinstance(payload, ListOffsetsRequest):
+        return "LeaderHandleListOffsets", {"replica": dst, "follower": src}
+    name = RESPONSE_HANDLERS.get(type(payload))
+    return (name, {"replica": dst, "leader": src}) if name else None
+
+
+class Recorder:
+    """Applies simulator steps and records the spec actions they perform (an ITF trace)."""
+
+    def __init__(self, cluster: Cluster, tp: TopicPartition, meta: dict[str, Any]) -> None:
+        self.cluster = cluster
+        self.tp = tp
+        self.projector = Projector(cluster, tp)
+        self.meta = meta
+        self.events: list[Event] = [Event("Init", {}, self.projector.project(), "")]
+        # (follower, its incarnation, leader, correlation id) of each fetcher request -> the
+        # fetcher that sent it
+        self.senders: dict[tuple[int, int, int, int], AbstractFetcherThread] = {}
+
+    @property
+    def state(self) -> State:
+        """The current spec state."""
+        return self.events[-1].state
+
+    def apply(self, step: Step) -> list[Event]:
+        """Perform one simulator step; return (and record) the spec actions it performed."""
+        before = self.state
+        named = self._name(step)
+        if (
+            isinstance(step, Deliver)
+            and named is not None
+            and named[0] == "Produce"
+            and before["leader"][step.dst - 1] == step.dst
+        ):
+            self.projector.note_produce_delivered()
+        if isinstance(step, Crash | UncleanShutdown):
+            self.projector.note_fault(unclean=isinstance(step, UncleanShutdown))
+        sent = self.cluster.apply(step)
+        if isinstance(step, DoWork):
+            self._remember_senders(step, sent)
+        cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
+        self.projector.observe(before, cause)
+        after = self.projector.project()
+        events = self._events(step, named, before, after, sent)
+        self.events.extend(events)
+        return events
+
+    def _fetcher(self, broker: int, source: int) -> AbstractFetcherThread | None:
+        manager = self.cluster.brokers[broker].replica_manager.replica_fetcher_manager
+        return manager.fetcher_for(source)
+
+    def _remember_senders(self, step: DoWork, sent: list[Envelope]) -> None:
+        fetcher = self._fetcher(step.broker, step.source)
+        if fetcher is not None:
+            for e in sent:
+                corr = getattr(e.payload, "correlation_id", -1)
+                self.senders[(e.src, e.src_incarnation, e.dst, corr)] = fetcher
+
+    def _given_up(self, envelope: Envelope) -> bool:
+        """True if the answer in `envelope` is to a request its fetcher has given up on (a
+        request timeout): that fetcher awaits nothing, or another request. (An answer to a
+        fetcher since shut down, because its leader changed, is one the spec sees as stale.)"""
+        fetcher = self._fetcher(envelope.dst, envelope.src)
+        corr = getattr(envelope.payload, "correlation_id", -1)
+        if (
+            fetcher is None
+            or self.senders.get((envelope.dst, envelope.dst_incarnation, envelope.src, corr))
+            is not fetcher
+        ):
+            return False
+        in_flight = fetcher.in_flight
+        return in_flight is None or in_flight.correlation_id != corr
+
+    def _name(self, step: Step) -> tuple[str, Args] | None:
+        """The action a step performs, decided before it runs (None: decided after)."""
+        if isinstance(step, Deliver | Drop):
+            named = delivery_action(self.cluster, step, self.projector)
+            envelope = self.cluster.network.queues[(step.src, step.dst)][step.index]
+            answer = named is not None and named[0] in RESPONSE_HANDLERS.values()
+            if isinstance(step, Deliver) and answer and self._given_up(envelope):
+                # Kafka closed the connection the answer was to travel on: it is lost
+                return "LoseMessage", {"from": step.src, "to": step.dst}
+            return named
+        if isinstance(step, Crash | UncleanShutdown | Restart | DetectFailure | Flush):
+            return BROKER_STEPS[type(step)], {"replica": step.broker}
+        if isinstance(step, Elect):
+            return "ControllerElectLeader", {"replica": step.broker}
+        return None
+
+    def _events(
+        self,
+        step: Step,
+        named: tuple[str, Args] | None,
+        before: State,
+        after: State,
+        sent: list[Envelope],
+    ) -> list[Event]:
+        """The spec actions of one step, with the states between them."""
+        text = repr(step)
+        if isinstance(step, DoWork):
+            return self._do_work_events(step, before, after, text, sent)
+        if isinstance(step, ShrinkIsr):
+            out = before["isr"][step.broker - 1] - after["isr"][step.broker - 1]
+            if not out:
+                return []
+            return [
+                Event("LeaderShrinkIsr", {"replica": step.broker, "followers": out}, after, text)
+            ]
+        if isinstance(step, Tick):
+            return self._expiry_events(before, after, text)
+        if named is None or (after == before and named[0] in ("LoseMessage", "Flush")):
+            return []
+        if named[0] in ("ControllerDetectFailure", "ControllerElectLeader") and after == before:
+            return []
+        return [Event(named[0], named[1], after, text)]
+
+    def _do_work_events(
+        self, step: DoWork, before: State, after: State, text: str, sent: list[Envelope]
+    ) -> list[Event]:
+        """One fetcher iteration: truncate to the HW and fetch, send a fetch, or ask for epochs
+        (the request is not in msgs when the leader is down: the network lost it)."""
+        b = step.broker
+        kinds = {type(e.payload) for e in sent}
+        args: Args = {"replica": b, "leader": step.source}
+        truncated = (
+            before["fetchState"][b - 1] == "Truncating" and after["fetchState"][b - 1] == "Fetching"
+        )
+        if truncated:
+            return [Event("FollowerTruncateToHighWatermark", args, after, text)]
+        if FetchRequest in kinds:
+            return [Event("FollowerSendFetch", args, after, text)]
+        if OffsetsForLeaderEpochRequest in kinds:
+            return [Event("FollowerSendOffsetsForLeaderEpoch", args, after, text)]
+        if after != before:
+            return [Event("Unmapped", {"replica": b}, after, text)]
+        return []
+
+    def _expiry_events(self, before: State, after: State, text: str) -> list[Event]:
+        """Delayed produces that timed out (REQUEST_TIMED_OUT), one action each."""
+        gone = sorted(before["pending"] - after["pending"], key=repr)
+        events: list[Event] = []
+        pending = set(before["pending"])
+        for p in gone:
+            pending.discard(p)
+            state = {**after, "pending": frozenset(pending)}
+            args: Args = {"replica": p["replica"], "record": p["record"]}
+            events.append(Event("ExpireDelayedProduce", args, state, text))
+        if not gone and after != before:
+            events.append(Event("Unmapped", {}, after, text))
+        return events
+
+    def trace(self) -> ItfTrace:
+        """The run so far as an ITF trace (action, arguments and impl step in #meta)."""
+        states = [
+            ItfState(e.state, action=e.action, args=e.args, meta={"step": e.step} if e.step else {})
+            for e in self.events
+        ]
+        return ItfTrace(list(VARIABLES), states, meta=dict(self.meta))

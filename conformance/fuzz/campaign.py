@@ -1,0 +1,194 @@
+"""Fuzz campaigns: run a set-up with Hypothesis's search and shrinking, minimise a failing run,
+save it, and summarise the campaign."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
+from hypothesis.stateful import (
+    run_state_machine_as_test,
+)
+
+from kreplica.conformance.bridge.schedule import (
+    Schedule,
+    minimize,
+    replay,
+    steps_json,
+    variant_to_json,
+    write_schedule,
+)
+from kreplica.conformance.fuzz.choices import (
+    fuzzer_may_take,
+)
+from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.machine import Failure, FuzzFailure, ReplicationMachine, RunStats
+from kreplica.conformance.fuzz.reproducible import local_constants_off
+from kreplica.conformance.fuzz.setup import (
+    CONFIG,
+    FETCH_MAX_RECORDS,
+    FuzzSetup,
+)
+from kreplica.conformance.tla.itf import ItfTrace, write_trace
+
+
+@dataclass(frozen=True)
+class FuzzResult:
+    """The outcome of one campaign."""
+
+    setup: FuzzSetup
+    seed: int
+    examples: int
+    max_steps: int
+    stats: RunStats
+    seconds: float
+    failure: Failure | None = None
+
+
+def machine_for(
+    setup: FuzzSetup,
+    stats: RunStats,
+    seed_value: int,
+    max_steps: int,
+    corpus: CorpusWriter | None = None,
+) -> type[ReplicationMachine]:
+    """A state machine class for one set-up, counting into `stats`, seeded with `seed_value`,
+    writing every generated run to `corpus` (if given)."""
+    max_gap = max_steps // (setup.max_faults + 1)
+    attrs: dict[str, Any] = {
+        "setup": setup,
+        "stats": stats,
+        "max_gap": max_gap,
+        "corpus": corpus,
+        "run_prefix": f"{setup.name(seed_value)}-n{max_steps}",
+    }
+    stats.seed = seed_value
+    machine = type("ReplicationMachine", (ReplicationMachine,), attrs)
+    return seed(seed_value)(machine)
+
+
+def fuzz_settings(examples: int, max_steps: int, shrink: bool = True) -> settings:
+    """Hypothesis settings for a reproducible campaign: no database, generate then shrink."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=max_steps,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+
+
+def run_fuzz(
+    setup: FuzzSetup,
+    examples: int,
+    max_steps: int,
+    seed_value: int = 0,
+    on_run: Callable[[RunStats], None] | None = None,
+    shrink: bool = True,
+    corpus: CorpusWriter | None = None,
+    time_limit: float | None = None,
+) -> FuzzResult:
+    """Run up to `examples` runs of up to `max_steps` steps, or until `time_limit` seconds
+    have passed without a failure. The first failing run is shrunk by Hypothesis (if
+    `shrink`), then minimised step by step (always). With a corpus, every generated run's
+    trace is appended to it (CorpusError if it cannot be written)."""
+    stats = RunStats(on_run=on_run, time_limit=time_limit)
+    failure = None
+    if examples > 0:
+        machine = machine_for(setup, stats, seed_value, max_steps, corpus)
+        try:
+            with local_constants_off():
+                run_state_machine_as_test(
+                    machine, settings=fuzz_settings(examples, max_steps, shrink)
+                )
+        except FuzzFailure as err:
+            failure = _failure(setup, err)
+        except Exception:
+            if not stats.timed_out:
+                raise
+    if stats.corpus_error is not None:
+        raise stats.corpus_error
+    seconds = time.perf_counter() - stats.started
+    return FuzzResult(setup, seed_value, examples, max_steps, stats, seconds, failure)
+
+
+def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
+    """The failing run Hypothesis reported, minimised, with its trace."""
+    schedule = replace(setup.schedule(err.steps), violation=err.violation)
+    schedule = minimize(schedule, fuzzer_may_take)
+    result = replay(schedule)
+    violation = result.violation or err.violation
+    steps = schedule.steps[: result.steps_applied]
+    return Failure(violation[0], violation[1], steps, result.trace, len(err.steps))
+
+
+# ---------------------------------------------------------------- saving
+
+
+def failure_schedule(result: FuzzResult) -> Schedule:
+    """The schedule that replays a campaign's failure (with how it was found)."""
+    assert result.failure is not None
+    f = result.failure
+    meta = {
+        "description": f"kreplica fuzz: {result.setup.describe()}",
+        "seed": result.seed,
+        "examples": result.examples,
+        "max_steps": result.max_steps,
+    }
+    return replace(result.setup.schedule(f.steps), violation=(f.invariant, f.reason), meta=meta)
+
+
+def failure_trace(result: FuzzResult) -> ItfTrace:
+    """The failure's trace, with the violation, variant, seed and impl steps in its #meta."""
+    assert result.failure is not None
+    f = result.failure
+    meta = {
+        "source": "kreplica fuzz",
+        "description": result.setup.describe(),
+        "violation": {"invariant": f.invariant, "reason": f.reason},
+        "variant": variant_to_json(result.setup.variant),
+        "replicas": result.setup.replicas,
+        "min_insync_replicas": CONFIG.min_insync_replicas,
+        "fetch_max_records": FETCH_MAX_RECORDS,
+        "seed": result.seed,
+        "impl_steps": steps_json(f.steps),
+    }
+    return replace(f.trace, meta=meta)
+
+
+def save_failure(result: FuzzResult, out: Path) -> tuple[Path, Path]:
+    """Write `<out>/<name>.itf.json` and `<out>/<name>.schedule.json`, each atomically."""
+    stem = result.setup.name(result.seed)
+    trace_path, schedule_path = out / f"{stem}.itf.json", out / f"{stem}.schedule.json"
+    write_schedule(schedule_path, failure_schedule(result))
+    write_trace(trace_path, failure_trace(result))
+    return trace_path, schedule_path
+
+
+def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
+    """The human summary of a campaign."""
+    s = result.stats
+    rate = s.steps / result.seconds if result.seconds > 0 else 0.0
+    lines = [
+        f"kreplica fuzz: {result.setup.describe()}, seed {result.seed}",
+        f"runs {s.runs:,}, steps {s.steps:,} ({s.impl_steps:,} impl steps), "
+        f"time {result.seconds:.1f} s ({rate:,.0f} steps/s)",
+    ]
+    f = result.failure
+    if f is None:
+        limit = f" (time limit of {s.time_limit:g} s)" if s.timed_out and s.time_limit else ""
+        return [*lines, f"no invariant failed{limit}"]
+    lines += [
+        f"violation {f.invariant}: {f.reason}",
+        f"  found in run {s.runs_to_failure:,} after {s.detected or 0:.1f} s; shrunk to "
+        f"{len(f.steps)} impl steps, {f.spec_actions} spec actions",
+    ]
+    return lines + [f"  {kind}: {p}" for kind, p in zip(("trace", "schedule"), paths, strict=False)]

@@ -1,0 +1,172 @@
+"""The choices of each rule: the steps the simulator has enabled now that the fuzzer may take."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
+from kreplica.conformance.bridge.schedule import (
+    TP,
+)
+from kreplica.conformance.fuzz.setup import (
+    TICK_MS,
+)
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.steps import (
+    ConsumerFetch,
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Drop,
+    Duplicate,
+    Elect,
+    Flush,
+    Heal,
+    Isolate,
+    Produce,
+    Restart,
+    ShrinkIsr,
+    Step,
+    Tick,
+    UncleanShutdown,
+)
+
+
+def _queues(c: Cluster, deliverable: bool) -> list[tuple[int, int, int]]:
+    """(src, dst, queued) of each link with messages (deliverable: not partitioned), client
+    links left out: the client's requests are delivered at once, and its answers mean nothing
+    to the spec (an ack counts when the leader sends it)."""
+    links = c.network.deliverable_links() if deliverable else c.network.links()
+    queues = c.network.queues
+    return [(a, b, len(queues[(a, b)])) for a, b in links if CLIENT not in (a, b)]
+
+
+def behind(s: State, leader: int) -> bool:
+    """The broker leads, and an ISR follower's last fetch was below its LEO (the spec's test)."""
+    i = leader - 1
+    if s["leader"][i] != leader:
+        return False
+    leo = len(s["log"][i])
+    return any(s["remoteLeo"][i][f - 1] != leo for f in s["isr"][i] if f != leader)
+
+
+def _out_of_sync(c: Cluster, s: State, leader: int) -> bool:
+    """The leader has ISR followers that are out of sync: behind its LEO (the spec's test)
+    and not caught up for replica.lag.time.max.ms (the simulator's)."""
+    if not behind(s, leader):
+        return False
+    partition = c.partition(leader, TP)
+    return partition is not None and bool(
+        partition.get_out_of_sync_replicas(c.config.replica_lag_time_max_ms)
+    )
+
+
+def _in_step(s: State, follower: int, leader: int) -> bool:
+    """The follower fetches from a leader that has nothing to tell it, and knows its LEO."""
+    f, ld = follower - 1, leader - 1
+    return bool(
+        s["fetchState"][f] == "Fetching"
+        and s["leader"][ld] == leader
+        and s["leaderEpoch"][f] == s["leaderEpoch"][ld]
+        and s["log"][f] == s["log"][ld]
+        and s["hw"][f] == s["hw"][ld]
+        and s["remoteLeo"][ld][f] == len(s["log"][f])
+    )
+
+
+def _stoppable(s: State) -> list[int]:
+    """Running brokers that may crash: all but the last one (a dead cluster does nothing)."""
+    return sorted(s["alive"]) if len(s["alive"]) > 1 else []
+
+
+def _dead(c: Cluster, s: State) -> list[int]:
+    """Brokers that are not running."""
+    return [b for b in c.broker_ids if b not in s["alive"]]
+
+
+def _node_pairs(c: Cluster) -> list[tuple[int, int]]:
+    """Every pair of nodes that a network partition can separate: brokers and the controller."""
+    return list(itertools.combinations((CONTROLLER, *c.broker_ids), 2))
+
+
+def _blocked(c: Cluster, a: int, b: int) -> bool:
+    """A network partition separates nodes a and b."""
+    return (a, b) in c.network.blocked
+
+
+Choices = Callable[[Cluster, State], list[Step]]
+
+CHOICES: dict[str, Choices] = {
+    "deliver": lambda c, s: [Deliver(a, b) for a, b, _ in _queues(c, True)],
+    "reorder": lambda c, s: [Deliver(a, b, i) for a, b, n in _queues(c, True) for i in range(1, n)],
+    "drop": lambda c, s: [Drop(a, b, i) for a, b, n in _queues(c, False) for i in range(n)],
+    "duplicate": lambda c, s: [
+        Duplicate(a, b, i) for a, b, n in _queues(c, False) for i in range(n)
+    ],
+    "isolate": lambda c, s: [Isolate(a, b) for a, b in _node_pairs(c) if not _blocked(c, a, b)],
+    "heal": lambda c, s: [Heal(a, b) for a, b in _node_pairs(c) if _blocked(c, a, b)],
+    "fetch": lambda c, s: [
+        DoWork(b, src)
+        for b in c.broker_ids
+        for src in c.brokers[b].workable_fetchers()
+        if not _in_step(s, b, src)
+    ],
+    "shrink_isr": lambda c, s: [ShrinkIsr(b) for b in sorted(s["alive"]) if _out_of_sync(c, s, b)],
+    "crash": lambda c, s: [Crash(b) for b in _stoppable(s)],
+    "unclean_shutdown": lambda c, s: [UncleanShutdown(b) for b in _stoppable(s)],
+    "flush": lambda c, s: [  # only in runs with unclean shutdowns: see choices()
+        Flush(b) for b in sorted(s["alive"]) if s["recoveryPoint"][b - 1] < len(s["log"][b - 1])
+    ],
+    "restart": lambda c, s: [Restart(b) for b in _dead(c, s)],
+    "detect_failure": lambda c, s: [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]],
+    "elect": lambda c, s: [Elect(TP, b) for b in sorted(s["ctrlLive"])],
+}
+"""For each rule, the steps it may take now: the steps of `Cluster.enabled_steps()` (plus
+network partitions) that the spec allows here. Left out, because the simulator would do
+nothing or step outside the spec's model: client links (see `_queues`); failure detection of
+a running broker; stopping the last running broker; electing a broker the controller knows
+is dead; flushing a flushed log; shrinking an ISR whose followers are all caught up or not
+yet out of sync; a fetch by a follower in step with its leader (it would learn nothing and
+tell nothing: left out, it is a follower that is briefly slow)."""
+
+_KIND_OF_TYPE: dict[type, str] = {
+    Drop: "drop",
+    Duplicate: "duplicate",
+    Isolate: "isolate",
+    Heal: "heal",
+    DoWork: "fetch",
+    ShrinkIsr: "shrink_isr",
+    Crash: "crash",
+    UncleanShutdown: "unclean_shutdown",
+    Flush: "flush",
+    Restart: "restart",
+    DetectFailure: "detect_failure",
+    Elect: "elect",
+}
+
+
+def kind_of(step: Step) -> str | None:
+    """The rule of CHOICES that takes `step` (None: the client's and the clock's steps)."""
+    if isinstance(step, Deliver):
+        return "deliver" if step.index == 0 else "reorder"
+    return _KIND_OF_TYPE.get(type(step))
+
+
+def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> bool:
+    """True if a rule of the fuzzer could take `step` now (fault budgets aside): a client's
+    request goes to a broker that believes it leads and arrives in the next step; any other
+    step is one of its rule's CHOICES. `minimize` keeps a failing run to such steps."""
+    if isinstance(previous, Produce | ConsumerFetch):
+        return isinstance(step, Deliver) and step.src == CLIENT and step.dst == previous.broker
+    if isinstance(step, Produce | ConsumerFetch):
+        return (
+            step.broker is not None
+            and step.broker in s["alive"]
+            and s["leader"][step.broker - 1] == step.broker
+        )
+    if isinstance(step, Tick):
+        return step.ms in TICK_MS
+    kind = kind_of(step)
+    return kind is not None and step in CHOICES[kind](c, s)

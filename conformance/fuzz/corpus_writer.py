@@ -1,0 +1,108 @@
+"""The fuzzer's corpus: every run's ITF trace appended to a JSON-lines file, one line each.
+
+`CorpusWriter(path)` opens (or creates) the file for appending; `append(trace)` writes the
+trace as one line of compact JSON with a single `write` (the file is opened O_APPEND), so a
+crash loses at most the line being written and never touches the lines before it. A file that
+a crash left with a partial last line is repaired when it is opened again: that line is cut
+off (it never held a whole trace), so the new lines start cleanly. `itf.iter_jsonl_traces`
+reads the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import TracebackType
+
+from kreplica.conformance.errors import KreplicaError
+from kreplica.conformance.tla.itf import ItfTrace
+
+CHUNK = 1 << 16
+"""Bytes read at a time when looking for the last newline of an existing file."""
+
+
+class CorpusError(KreplicaError):
+    """The corpus file cannot be opened or written."""
+
+
+def _oserror(path: Path, err: OSError) -> CorpusError:
+    """One line naming the file and what went wrong."""
+    return CorpusError(f"cannot write corpus {path}: {err.strerror or err}")
+
+
+def _complete_length(fd: int) -> int:
+    """The length of the file up to and including its last newline (0 if it has none)."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    pos = end
+    while pos > 0:
+        start = max(0, pos - CHUNK)
+        chunk = os.pread(fd, pos - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        pos = start
+    return 0
+
+
+class CorpusWriter:
+    """Appends ITF traces to a JSON-lines file, one flushed line each."""
+
+    def __init__(self, path: Path) -> None:
+        """Open `path` for appending (creating it and its directory); CorpusError if not."""
+        self.path = path
+        self.written = 0
+        self.repaired = 0
+        """Bytes of a partial last line cut off when the file was opened."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+        except OSError as err:
+            raise _oserror(path, err) from None
+        try:
+            self._repair()
+        except OSError as err:
+            os.close(self._fd)
+            raise _oserror(path, err) from None
+
+    def _repair(self) -> None:
+        """Cut off a partial last line (a write a crash interrupted)."""
+        end = os.lseek(self._fd, 0, os.SEEK_END)
+        complete = _complete_length(self._fd)
+        if complete < end:
+            os.ftruncate(self._fd, complete)
+            self.repaired = end - complete
+
+    def append(self, trace: ItfTrace) -> None:
+        """Write one trace as one line; CorpusError if it cannot be written."""
+        line = json.dumps(trace.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        data = line.encode("utf-8")
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except OSError as err:
+            raise _oserror(self.path, err) from None
+        self.written += 1
+
+    def close(self) -> None:
+        """Sync the file to disk and close it."""
+        if self._fd < 0:
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError as err:
+            raise _oserror(self.path, err) from None
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> CorpusWriter:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,599 @@
+"""The fuzzer: a Hypothesis state machine drives the simulator; the spec's invariants judge it.
+
+`ReplicationMachine` is a `RuleBasedStateMachine` over partition t-0 on replicas 1..n. Its
+rules are what can happen in a cluster: a producer sends a record, a consumer reads, a
+follower's fetcher runs, the network delivers, reorders, drops or duplicates a message or
+partitions two nodes, time passes, a leader shrinks its ISR, a broker crashes, loses power or
+restarts, the controller detects a failure or elects a leader. Each rule takes one of the
+steps the simulator has enabled now (`CHOICES`), by an index Hypothesis draws, so that a
+failing run shrinks. Every step goes through the recorder, so every run is an ITF trace in
+the spec's vocabulary, and the invariants are checked after every spec action
+(`checked_steps.checked_violations` says which count).
+
+Each run starts with a plan (`ReplicationMachine.plan`), like a small spec config: a few
+records and faults (at most `max_faults`), maybe of one kind only, maybe no flushes, and a
+priority per node. Three strategies steer a run towards the corners where replication bugs
+live, without knowing any bug:
+- faults strike only just after the replication state moved (a HW, an ISR, a leader, an
+  ack: `STIRRING_VARS`), when what each replica knows is briefly inconsistent;
+- scheduling favours high-priority nodes, so a slow node falls behind (PCT), and in some
+  runs each fault is a change point at which the slowest node becomes the fastest;
+- swarm testing: half the runs never flush, so a power loss loses a log's tail.
+
+`run_fuzz` runs a campaign for one set-up with Hypothesis's search and shrinking; the failing
+run is then minimised step by step (`schedule.minimize`) and comes back as a `Failure`, which
+`save_failure` writes as an ITF trace plus a replayable schedule. With a corpus
+(`fuzz_corpus.CorpusWriter`) every generated run's trace is appended as one JSON line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    precondition,
+    rule,
+)
+from hypothesis.strategies._internal.featureflags import FeatureFlags
+
+from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
+from kreplica.conformance.bridge.schedule import (
+    TP,
+    variant_to_json,
+)
+from kreplica.conformance.fuzz.choices import CHOICES, behind
+from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
+from kreplica.conformance.fuzz.setup import (
+    CONFIG,
+    COSTLY_KINDS,
+    FAULTS,
+    FETCH_MAX_RECORDS,
+    PICK,
+    SCHEDULING_KINDS,
+    TICK_MS,
+    FuzzSetup,
+)
+from kreplica.conformance.tla.itf import ItfTrace
+from kreplica.impl.steps import (
+    ConsumerFetch,
+    Deliver,
+    DoWork,
+    Step,
+    Tick,
+)
+
+# ---------------------------------------------------------------- scheduling helpers
+
+
+def _nodes_of(step: Step) -> tuple[int, ...]:
+    """The nodes a scheduling step involves: a fetcher's broker, a message's two ends."""
+    if isinstance(step, DoWork):
+        return (step.broker,)
+    assert isinstance(step, Deliver)
+    return (step.src, step.dst)
+
+
+def _trailing_ones(pick: int) -> int:
+    """The number of trailing 1 bits: 0 half the time, 1 a quarter of the time, and so on."""
+    return (pick ^ (pick + 1)).bit_length() - 1
+
+
+# ---------------------------------------------------------------- failures and statistics
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failing run: the violation, its impl steps, and the trace of those steps."""
+
+    invariant: str
+    reason: str
+    steps: tuple[Step, ...]
+    trace: ItfTrace
+    shrunk_steps: int = 0
+    """Impl steps of the run as Hypothesis shrank it (before `minimize`)."""
+
+    @property
+    def spec_actions(self) -> int:
+        """The number of spec actions in the trace (Init excluded)."""
+        return len(self.trace.states) - 1
+
+
+class TimeLimit(Exception):
+    """Raised when a run starts after the campaign's time limit: it ends the campaign."""
+
+
+class FuzzFailure(AssertionError):
+    """Raised inside a run to make Hypothesis shrink it: the violation and the impl steps."""
+
+    def __init__(self, violation: Violation, steps: Sequence[Step]) -> None:
+        super().__init__(f"{violation[0]}: {violation[1]}")
+        self.violation = violation
+        self.steps = tuple(steps)
+
+
+@dataclass
+class RunStats:
+    """Counters shared by the runs of one campaign (for the progress bar and the summary)."""
+
+    runs: int = 0
+    steps: int = 0
+    """Rules applied (state-machine steps)."""
+    impl_steps: int = 0
+    failing_runs: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    started_cpu: float = field(default_factory=time.process_time)
+    detected: float | None = None
+    """Seconds from the start to the first failing run."""
+    detected_cpu: float | None = None
+    """CPU seconds of this process from the start to the first failing run (on a shared
+    machine, the time the search itself took)."""
+    runs_to_failure: int = 0
+    """Runs up to and including the first failing one."""
+    on_run: Callable[[RunStats], None] | None = None
+    seed: int = 0
+    """The campaign's Hypothesis seed."""
+    corpus_error: CorpusError | None = None
+    """The first failure to write the corpus (later runs are not written)."""
+    time_limit: float | None = None
+    """Seconds the campaign may search for a failure (None: no limit)."""
+    timed_out: bool = False
+    """The time limit ended the campaign."""
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the campaign started."""
+        return time.perf_counter() - self.started
+
+    def run_started(self) -> None:
+        """Count a run and report progress; TimeLimit once the time limit is over (unless a
+        failing run is being shrunk)."""
+        if self.detected is None and (self.timed_out or self._over_time()):
+            self.timed_out = True
+            raise TimeLimit(f"no failure in {self.time_limit} s")
+        self.runs += 1
+        if self.on_run is not None:
+            self.on_run(self)
+
+    def _over_time(self) -> bool:
+        """The campaign has a time limit, and it is over."""
+        return self.time_limit is not None and self.elapsed > self.time_limit
+
+    def run_failed(self) -> None:
+        """Count a failing run; remember when the first one happened."""
+        self.failing_runs += 1
+        if self.detected is None:
+            self.detected = self.elapsed
+            self.detected_cpu = time.process_time() - self.started_cpu
+            self.runs_to_failure = self.runs
+
+
+# ---------------------------------------------------------------- the state machine
+
+
+UNLIMITED = 2**62
+"""A budget that never runs out."""
+
+STIRRING_VARS = ("hw", "isr", "ctrlIsr", "leaderEpoch", "ctrlEpoch", "acked")
+"""The spec variables whose change marks a moment when safety hinges on what each replica
+knows: a HW moved, an ISR changed, a leader took office, a producer got an ack. Faults
+strike only just after such a moment (as CrashTuner crashes nodes right after meta-data
+updates): a fault at a random time mostly hits a cluster at rest. A fault's own step opens
+no window (its consequences, such as a leader taking office, do)."""
+
+FAULT_WINDOWS = (1, 2, 4, 8)
+"""Trigger timing: how many steps after a stir a fault may strike."""
+
+FAULT_COUNTS = (1, 2, 1, 2, 3, 0, UNLIMITED)
+"""Faults per run (at most max_faults): the spec's counterexamples need one or two; a few runs
+have none, a few as many as allowed."""
+
+RECORD_BUDGETS = (1, 2, 1, 2, 3, 4, 8, UNLIMITED)
+"""Records per run: the spec's counterexamples need one or two, in a run with little else
+going on; unlimited runs grow longer logs."""
+
+
+@dataclass
+class Budget:
+    """How many more events of a kind (records, faults) a run may have, and when. Gap timing
+    (records): at least `gap` steps apart. Trigger timing (faults): only within `window`
+    steps after the replication state moved (see STIRRING_VARS). A quiet cluster (nothing
+    else would happen) need not wait."""
+
+    left: int
+    gap: int = 0
+    """Steps to wait after each event before the next one..."""
+    wait: int = 0
+    """...of which this many remain."""
+    window: int | None = None
+    """Trigger timing: events only this many steps after a stir (None: gap timing)."""
+    calm: int = UNLIMITED
+    """Steps since the replication state last moved."""
+
+    def ready(self, quiet: bool) -> bool:
+        """An event may happen now: some are left, and the timing allows it or nothing else
+        would happen (a quiet cluster)."""
+        if self.left <= 0:
+            return False
+        if quiet:
+            return True
+        return self.wait == 0 if self.window is None else self.calm < self.window
+
+    def spend(self) -> None:
+        """One event happened."""
+        self.left -= 1
+        self.wait = self.gap
+
+    def tick(self, stirred: bool = False) -> None:
+        """One step went by (and moved the replication state, if `stirred`)."""
+        self.wait = max(0, self.wait - 1)
+        self.calm = 0 if stirred else self.calm + 1
+
+
+def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
+    """A precondition: the rule `kind` has a step to take."""
+    return lambda machine: bool(machine.choices(kind))
+
+
+class ReplicationMachine(RuleBasedStateMachine):
+    """One run: a cluster, its recorder, and rules that each apply one choice of the fuzzer."""
+
+    setup: ClassVar[FuzzSetup] = FuzzSetup()
+    stats: ClassVar[RunStats] = RunStats()
+    corpus: ClassVar[CorpusWriter | None] = None
+    """Where every generated run's trace goes (None: nowhere)."""
+    run_prefix: ClassVar[str] = ""
+    """The campaign's part of each run's trace id."""
+    max_gap: ClassVar[int] = 20
+    """The longest gap between two faults, or two records: max steps / (max_faults + 1)."""
+    produced = Bundle("produced")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cluster = self.setup.schedule().cluster()
+        self.recorder = SpecRecorder(self.cluster, TP, {})
+        self.steps: list[Step] = []
+        self._choices: dict[str, list[Step]] = {}
+        self.faults = Budget(self.setup.max_faults)
+        self.records = Budget(UNLIMITED)
+        self.kinds = self.setup.kinds
+        self.priority = {node: rank for rank, node in enumerate(self._nodes())}
+        self.change_points = False
+        self._faulting = False
+        # Hypothesis's swarm testing switches rules off for a whole run at random. A run
+        # without `deliver` or `fetch` cannot make progress, so every rule stays on here
+        # (`plan` varies the faults of each run instead).
+        self._rules_strategy.enabled_rules_strategy = st.just(FeatureFlags())
+        self.stats.run_started()
+        self.run = self.stats.runs
+        self.violation: Violation | None = None
+
+    def teardown(self) -> None:
+        """At the end of a run: append its trace to the corpus, if the campaign keeps one
+        (only runs Hypothesis generates: none once the first failing run is being shrunk)."""
+        failed_first = self.violation is not None and self.run == self.stats.runs_to_failure
+        if self.corpus is None or not (self.stats.detected is None or failed_first):
+            return
+        if self.stats.corpus_error is None:
+            try:
+                self.corpus.append(self.corpus_trace())
+            except CorpusError as err:
+                self.stats.corpus_error = err
+
+    def corpus_trace(self) -> ItfTrace:
+        """The run's trace, with its id, set-up and outcome in #meta."""
+        trace = self.recorder.trace()
+        setup = self.setup
+        meta: dict[str, Any] = {
+            "id": f"{self.run_prefix}-{self.run}",
+            "source": "kreplica fuzz",
+            "variant": setup.variant.label(),
+            "dimensions": variant_to_json(setup.variant)["dimensions"],
+            "bugs": sorted(setup.variant.bugs),
+            "replicas": setup.replicas,
+            "faults": list(setup.fault_kinds),
+            "max_faults": setup.max_faults,
+            "seed": self.stats.seed,
+            "run": self.run,
+            "variables": list(trace.vars),
+            "invariants": setup.invariants,
+            "min_insync_replicas": CONFIG.min_insync_replicas,
+            "fetch_max_records": FETCH_MAX_RECORDS,
+            "impl_steps": len(self.steps),
+        }
+        if self.violation is not None:
+            meta["violation"] = {"invariant": self.violation[0], "reason": self.violation[1]}
+        return replace(trace, meta=meta)
+
+    # ------------------------------------------------------------ plumbing
+
+    def choices(self, kind: str) -> list[Step]:
+        """The steps the rule `kind` may take now (none if the set-up or budget rules it out)."""
+        found = self._choices.get(kind)
+        if found is None:
+            allowed = kind in self.kinds and (kind not in COSTLY_KINDS or self._may_fault())
+            if kind == "flush":  # flushing matters only to unclean shutdowns
+                allowed = "unclean_shutdown" in self.kinds and "flush" in self.kinds
+            found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
+            self._choices[kind] = found
+        return found
+
+    def _may_fault(self) -> bool:
+        """The fault budget is not spent, and the replication state moved a moment ago (see
+        STIRRING_VARS) or nothing else could happen (a quiet cluster with no record to
+        produce). So faults strike while replication is going on."""
+        stuck = self.records.left == 0 and self.quiet()
+        return self.faults.ready(quiet=stuck)
+
+    def quiet(self) -> bool:
+        """No fetcher has work and no message but answers to the controller can arrive."""
+        messages = self.choices("deliver") + self.choices("reorder")
+        if any(isinstance(m, Deliver) and m.dst != CONTROLLER for m in messages):
+            return False
+        return not self.choices("fetch")
+
+    def lagging(self) -> bool:
+        """A leader has an ISR follower behind its LEO (time may push it out of the ISR)."""
+        return any(behind(self.recorder.state, b) for b in self.cluster.broker_ids)
+
+    def may_produce(self) -> bool:
+        """The record budget allows a record now, and a broker believes it leads."""
+        return self.records.ready(self.quiet()) and bool(self.leaders())
+
+    def _apply(self, *steps: Step) -> None:
+        """Apply steps through the recorder; stop the run at the first violation."""
+        before = self.recorder.state
+        for step in steps:
+            self.steps.append(step)
+            self.stats.impl_steps += 1
+            found = apply_checked(self.recorder, step, self.setup.invariants)
+            if found is not None:
+                self.violation = found
+                self.stats.run_failed()
+                raise FuzzFailure(found, self.steps)
+        self.stats.steps += 1
+        after = self.recorder.state
+        stirred = not self._faulting and any(before[v] != after[v] for v in STIRRING_VARS)
+        self.faults.tick(stirred)
+        self.records.tick()
+        self._choices = {}
+
+    def _choose(self, kind: str, pick: int) -> None:
+        """Apply one step of the rule `kind`: scheduling rules favour the run's high-priority
+        nodes (see `plan`); fault rules choose evenly."""
+        options = self.choices(kind)
+        if kind in SCHEDULING_KINDS:
+            options = sorted(options, key=self._urgency)
+            pick = _trailing_ones(pick)
+        recorded = len(self.recorder.events)
+        self._faulting = kind in COSTLY_KINDS  # a fault is no stir (see STIRRING_VARS)
+        self._apply(options[pick % len(options)])
+        self._faulting = False
+        refused = kind == "elect" and len(self.recorder.events) == recorded
+        if kind in COSTLY_KINDS and not refused:  # an election the controller refused is free
+            self.faults.spend()
+            if self.change_points:
+                self._change_priorities()
+
+    def _urgency(self, step: Step) -> tuple[int, int]:
+        """How late a scheduling step comes: by the slower of its nodes, then the faster."""
+        ranks = [self.priority[node] for node in _nodes_of(step)]
+        return max(ranks), min(ranks)
+
+    def leaders(self) -> list[int]:
+        """Running brokers that believe they lead the partition (a producer's targets)."""
+        state = self.recorder.state
+        return [b for b in sorted(state["alive"]) if state["leader"][b - 1] == b]
+
+    def _client_request(self, step: Step, broker: int) -> None:
+        """The client sends a request, and the broker gets it at once (client links stay FIFO)."""
+        index = len(self.cluster.network.queue((CLIENT, broker)))
+        self._apply(step, Deliver(CLIENT, broker, index))
+
+    # ------------------------------------------------------------ the plan of a run
+
+    def _nodes(self) -> list[int]:
+        """The controller and the brokers."""
+        return [CONTROLLER, *self.cluster.broker_ids]
+
+    @initialize(
+        faults=PICK,
+        timing=PICK,
+        focus=PICK,
+        records=PICK,
+        record_gap=PICK,
+        swarm=PICK,
+        order=st.integers(0, 719),
+    )
+    def plan(
+        self,
+        faults: int,
+        timing: int,
+        focus: int,
+        records: int,
+        record_gap: int,
+        swarm: int,
+        order: int,
+    ) -> None:
+        """Plan the run, like a small spec config: how many faults and records, how soon
+        after a stir a fault strikes, how far apart the records are, whether the faults are
+        all of one kind, whether logs are flushed, and the nodes' priorities. Each choice
+        shrinks towards the simplest run: one fault right after a stir, one record, every
+        kind of fault, flushes, fixed priorities in the natural order."""
+        count = min(self.setup.max_faults, FAULT_COUNTS[faults % len(FAULT_COUNTS)])
+        self.faults = self._fault_budget(count, timing)
+        self.records = Budget(RECORD_BUDGETS[records % len(RECORD_BUDGETS)], self._gap(record_gap))
+        self._focus(focus)
+        self._swarm(swarm)
+        self._prioritise(order)
+
+    def _fault_budget(self, count: int, timing: int) -> Budget:
+        """`count` faults with trigger timing: each within a window of FAULT_WINDOWS steps
+        after a stir."""
+        return Budget(count, window=FAULT_WINDOWS[timing % len(FAULT_WINDOWS)])
+
+    def _focus(self, focus: int) -> None:
+        """Allow every kind of fault (focus 0), or one kind only (like a spec config)."""
+        allowed = [kind for kind in FAULTS if kind in self.setup.kinds]
+        if allowed and focus % (len(allowed) + 1):
+            only = allowed[focus % (len(allowed) + 1) - 1]
+            self.kinds = self.setup.kinds - COSTLY_KINDS | {only}
+
+    def _swarm(self, swarm: int) -> None:
+        """Swarm testing: logs are never flushed in half the runs (so a power loss loses
+        their tails), and in half the runs every fault is a change point of the nodes'
+        priorities (see `_change_priorities`)."""
+        if swarm % 2:
+            self.kinds = self.kinds - {"flush"}
+        self.change_points = bool(swarm // 2 % 2)
+
+    def _prioritise(self, order: int) -> None:
+        """Rank the nodes by permutation number `order`: messages to a high-priority node, and
+        its fetcher, are scheduled first more often, so a slow node falls behind (as in PCT
+        testing, probabilistic concurrency testing)."""
+        orders = list(itertools.permutations(self._nodes()))
+        self.priority = {node: rank for rank, node in enumerate(orders[order % len(orders)])}
+
+    def _change_priorities(self) -> None:
+        """A PCT change point: the slowest node becomes the fastest (after a fault, the node
+        that fell behind races the others)."""
+        last = max(self.priority.values())
+        self.priority = {n: 0 if r == last else r + 1 for n, r in self.priority.items()}
+
+    def _gap(self, pick: int) -> int:
+        """A gap of 0, 1, 3, 7, 15 or 31 steps (at most max_gap): back-to-back events as
+        often as widely spread ones."""
+        return min(int(self.max_gap), (1 << (pick % 6)) - 1)
+
+    # ------------------------------------------------------------ the client
+
+    @precondition(lambda self: self.may_produce())
+    @rule(target=produced, pick=PICK, fire_and_forget=st.booleans())
+    def produce(self, pick: int, fire_and_forget: bool) -> int:
+        """A producer sends a new record to a broker that believes it leads (the variant's
+        acks, or acks=0)."""
+        leaders = self.leaders()
+        broker = leaders[pick % len(leaders)]
+        acks = 0 if fire_and_forget else int(self.setup.variant.acks)
+        step = replace(self.cluster.next_record(TP, acks), broker=broker)
+        self.records.spend()
+        self._client_request(step, broker)
+        return step.record_ids[0]
+
+    @precondition(lambda self: self.quiet() and bool(self.leaders()))
+    @rule(record=consumes(produced), pick=PICK)
+    def consume(self, record: int, pick: int) -> None:
+        """A consumer reads from a leader, when the cluster is quiet: at `record`'s offset if
+        the leader holds it, else at its HW."""
+        leaders = self.leaders()
+        broker = leaders[pick % len(leaders)]
+        log = self.recorder.state["log"][broker - 1]
+        offsets = [o for o, entry in enumerate(log) if entry["record"] == record]
+        offset = offsets[0] if offsets else self.recorder.state["hw"][broker - 1]
+        self._client_request(ConsumerFetch(TP, offset, broker), broker)
+
+    # ------------------------------------------------------------ replication and time
+
+    @precondition(_can("fetch"))
+    @rule(pick=PICK)
+    def fetch(self, pick: int) -> None:
+        """A follower's fetcher runs once: maybe truncate, then maybe send a request."""
+        self._choose("fetch", pick)
+
+    @precondition(lambda self: self.quiet() or self.lagging())
+    @rule(ms=st.sampled_from(TICK_MS))
+    def tick(self, ms: int) -> None:
+        """Time passes, when a follower lags or nothing else would happen: followers fall out
+        of sync, backoffs end, delayed produces expire."""
+        self._apply(Tick(ms))
+
+    @precondition(_can("shrink_isr"))
+    @rule(pick=PICK)
+    def shrink_isr(self, pick: int) -> None:
+        """A leader's isr-expiration task runs."""
+        self._choose("shrink_isr", pick)
+
+    # ------------------------------------------------------------ the network
+
+    @precondition(_can("deliver"))
+    @rule(pick=PICK)
+    def deliver(self, pick: int) -> None:
+        """The oldest message of a link arrives."""
+        self._choose("deliver", pick)
+
+    @precondition(_can("reorder"))
+    @rule(pick=PICK)
+    def reorder(self, pick: int) -> None:
+        """A message arrives before older ones on its link."""
+        self._choose("reorder", pick)
+
+    @precondition(_can("drop"))
+    @rule(pick=PICK)
+    def drop(self, pick: int) -> None:
+        """A message is lost."""
+        self._choose("drop", pick)
+
+    @precondition(_can("duplicate"))
+    @rule(pick=PICK)
+    def duplicate(self, pick: int) -> None:
+        """A message is sent twice."""
+        self._choose("duplicate", pick)
+
+    @precondition(_can("isolate"))
+    @rule(pick=PICK)
+    def isolate(self, pick: int) -> None:
+        """A network partition separates two nodes: their messages wait."""
+        self._choose("isolate", pick)
+
+    @precondition(_can("heal"))
+    @rule(pick=PICK)
+    def heal(self, pick: int) -> None:
+        """A network partition ends."""
+        self._choose("heal", pick)
+
+    # ------------------------------------------------------------ brokers and the controller
+
+    @precondition(_can("crash"))
+    @rule(pick=PICK)
+    def crash(self, pick: int) -> None:
+        """A broker process dies (its log survives)."""
+        self._choose("crash", pick)
+
+    @precondition(_can("unclean_shutdown"))
+    @rule(pick=PICK)
+    def unclean_shutdown(self, pick: int) -> None:
+        """A broker loses power: its log loses what was not flushed."""
+        self._choose("unclean_shutdown", pick)
+
+    @precondition(_can("flush"))
+    @rule(pick=PICK)
+    def flush(self, pick: int) -> None:
+        """A broker flushes its log (its recovery point moves to its LEO)."""
+        self._choose("flush", pick)
+
+    @precondition(_can("restart"))
+    @rule(pick=PICK)
+    def restart(self, pick: int) -> None:
+        """A dead broker starts again and registers with the controller."""
+        self._choose("restart", pick)
+
+    @precondition(_can("detect_failure"))
+    @rule(pick=PICK)
+    def detect_failure(self, pick: int) -> None:
+        """The controller sees a dead broker's session expire, and re-elects."""
+        self._choose("detect_failure", pick)
+
+    @precondition(_can("elect"))
+    @rule(pick=PICK)
+    def elect(self, pick: int) -> None:
+        """The controller is asked to elect a leader (it refuses what the variant forbids)."""
+        self._choose("elect", pick)

@@ -1,0 +1,122 @@
+"""A fuzz campaign's set-up: the variant, the replicas, the faults allowed, and the rules
+they enable (by the names of `choices.CHOICES`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from kreplica.conformance.bridge.schedule import (
+    Schedule,
+)
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.messages import RECORD_SIZE_BYTES
+from kreplica.impl.steps import (
+    Step,
+)
+from kreplica.impl.variants import Variant
+
+FETCH_MAX_RECORDS = 2
+"""Records per follower fetch, so that a lagging follower catches up over several fetches
+(the spec bounds a fetch by MaxFetchRecords likewise)."""
+
+CONFIG = BrokerConfig(
+    replica_fetch_wait_max_ms=0,
+    replica_fetch_max_bytes=FETCH_MAX_RECORDS * RECORD_SIZE_BYTES,
+)
+"""Follower fetches are answered at once, as the spec answers them, and they are short."""
+
+TICK_MS = (1_000, 30_001)
+"""Clock advances: one replica.fetch.backoff.ms; just past replica.lag.time.max.ms and the
+produce timeout (followers fall out of sync, delayed produces expire)."""
+
+PICK = st.integers(min_value=0, max_value=63)
+"""A rule's choice among its enabled steps, modulo their number (shrinks to the first)."""
+
+
+PROGRESS_KINDS = frozenset({"deliver", "reorder", "fetch", "shrink_isr"})
+SCHEDULING_KINDS = frozenset({"deliver", "reorder", "fetch"})
+"""The rules that schedule the nodes' work: they favour high-priority nodes."""
+CRASH_KINDS = frozenset({"crash", "restart", "detect_failure", "elect"})
+UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush"})
+NETWORK_KINDS = frozenset({"drop", "duplicate", "isolate", "heal"})
+FAULTS = ("crash", "unclean_shutdown", "elect", "drop", "duplicate", "isolate")
+COSTLY_KINDS = frozenset(FAULTS)
+"""The faults, which spend a run's fault budget (restarts, detection and healing are free)."""
+FAULT_CODES = {
+    "crash": "c",
+    "unclean_shutdown": "u",
+    "elect": "e",
+    "drop": "d",
+    "duplicate": "p",
+    "isolate": "i",
+}
+"""A letter per fault, for file names."""
+DEFAULT_FAULTS = ("cuedpi", 4)
+"""The default set-up's fault letters and max_faults (left out of file names)."""
+
+
+@dataclass(frozen=True)
+class FuzzSetup:
+    """What a campaign runs: the variant, the number of replicas and the faults allowed."""
+
+    variant: Variant = field(default_factory=Variant)
+    replicas: int = 3
+    faults: bool = True
+    """Crashes, restarts, failure detection, elections."""
+    unclean: bool = True
+    """Unclean shutdowns (power loss: a log loses what was not flushed) and flushes."""
+    network: bool = True
+    """Lost and duplicated messages, network partitions (reordering is always on)."""
+    max_faults: int = 4
+    """At most this many faults per run (see COSTLY_KINDS)."""
+    invariants: bool = True
+    """Check the spec's invariants after every step (False: only record the runs)."""
+    only_faults: frozenset[str] = frozenset()
+    """Allow only these faults (names of FAULTS); empty: every fault the flags above allow."""
+
+    def schedule(self, steps: Sequence[Step] = ()) -> Schedule:
+        """A schedule of `steps` for this set-up (its cluster is the fuzzer's)."""
+        return Schedule(self.variant, self.replicas, tuple(steps), CONFIG)
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The rules this set-up allows (by the names of CHOICES)."""
+        kinds = set(PROGRESS_KINDS)
+        if self.faults:
+            kinds |= CRASH_KINDS
+        if self.unclean:
+            kinds |= UNCLEAN_KINDS
+        if self.network:
+            kinds |= NETWORK_KINDS
+        if self.only_faults:
+            kinds -= COSTLY_KINDS - self.only_faults
+        return frozenset(kinds)
+
+    @property
+    def fault_kinds(self) -> tuple[str, ...]:
+        """The faults this set-up allows, in the order of FAULTS."""
+        kinds = self.kinds
+        return tuple(kind for kind in FAULTS if kind in kinds)
+
+    def describe(self) -> str:
+        """One line: variant, replicas, faults, and whether invariants are checked."""
+        faults = ", ".join(k.replace("_", " ") for k in self.fault_kinds) or "none"
+        checked = "" if self.invariants else "; invariants not checked"
+        return (
+            f"variant {self.variant.label()}, {self.replicas} replicas, "
+            f"faults: {faults} (at most {self.max_faults} per run){checked}"
+        )
+
+    def name(self, seed_value: int) -> str:
+        """A file-name stem for a campaign of this set-up with `seed_value`: the variant, the
+        replicas, the faults when they are not the default ones (`f` and a letter per kind,
+        then max_faults; `-noinv` without invariants), the seed."""
+        label = re.sub(r"[^A-Za-z0-9.-]+", "_", self.variant.label().replace("=", "-"))
+        faults = "".join(FAULT_CODES[k] for k in self.fault_kinds)
+        tag = f"-f{faults}{self.max_faults}" if (faults, self.max_faults) != DEFAULT_FAULTS else ""
+        tag += "" if self.invariants else "-noinv"
+        return f"{label}-r{self.replicas}{tag}-s{seed_value}"

@@ -1,0 +1,88 @@
+"""The fuzzer's targets: every seeded bug and unsafe variant, with the set-up that hunts it.
+
+Each target's set-up is the fuzzer's default one, narrowed where the spec's model config of
+the same scenario is narrower (`spec/*.cfg`): durability is only checked in runs without a
+power loss (`checked_steps.checked_violations`), so the targets that lose acknowledged or
+committed records run without unclean shutdowns; KAFKA-7128 needs elections and nothing
+else, KAFKA-7164 a power loss of the leader of two replicas. `command` renders a set-up as
+the `kreplica fuzz` options that run it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from kreplica.conformance.fuzz.setup import FAULTS, FuzzSetup
+from kreplica.impl.variants import BUGS, parse_variant
+
+
+@dataclass(frozen=True)
+class Target:
+    """A seeded bug or unsafe variant, the set-up that hunts it, and why that one."""
+
+    word: str
+    """A seeded bug's name, or an unsafe variant as NAME=VALUE."""
+    setup: FuzzSetup
+    why: str
+
+    def options(self) -> list[str]:
+        """The `kreplica fuzz` options of the set-up (the defaults left out)."""
+        s, default = self.setup, FuzzSetup()
+        out = [f"--bug {self.word}" if self.word in BUGS else f"--variant {self.word}"]
+        if s.replicas != default.replicas:
+            out.append(f"--replicas {s.replicas}")
+        switches = [("faults", "--no-faults"), ("unclean", "--no-unclean")]
+        switches.append(("network", "--no-network-faults"))
+        out += [flag for name, flag in switches if not getattr(s, name)]
+        out += [f"--fault {k.replace('_', '-')}" for k in FAULTS if k in s.only_faults]
+        if s.max_faults != default.max_faults:
+            out.append(f"--max-faults {s.max_faults}")
+        return out
+
+    def command(self, seed: int | None = None) -> str:
+        """The command line that runs this target's campaign."""
+        words = ["kreplica fuzz", *self.options()]
+        return " ".join(words if seed is None else [*words, f"--seed {seed}"])
+
+
+def _target(word: str, why: str, **setup: Any) -> Target:
+    """A target from its registry word and the set-up fields that differ from the default."""
+    known = {f.name for f in fields(FuzzSetup)}
+    assert set(setup) <= known, set(setup) - known
+    bugs = [word] if word in BUGS else []
+    variant = parse_variant([] if bugs else [word], bugs)
+    return Target(word, FuzzSetup(variant=variant, **setup), why)
+
+
+DURABILITY = "durability is checked only in runs without a power loss"
+
+TARGETS: tuple[Target, ...] = (
+    _target("early-ack", DURABILITY, unclean=False),
+    _target("hw-from-non-isr", "the default set-up"),
+    _target(
+        "no-leso-guard",
+        "elections only, and few, as in spec/BugNoLesoGuard.cfg (no crashes, one epoch)",
+        only_faults=frozenset({"elect"}),
+        max_faults=2,
+    ),
+    _target(
+        "skip-same-leader-truncation",
+        "2 replicas and power losses only, as in spec/BugSkipSameLeaderTruncation.cfg",
+        replicas=2,
+        only_faults=frozenset({"unclean_shutdown"}),
+    ),
+    _target("hw-not-clamped", "the default set-up"),
+    _target("truncation=hw", DURABILITY, unclean=False),
+    _target("election=unclean", DURABILITY, unclean=False),
+    _target("acks=1", DURABILITY, unclean=False),
+)
+"""Every seeded bug (impl/variants.py BUGS) and unsafe variant, in the registry's order."""
+
+
+def target(word: str) -> Target:
+    """The target named `word`; KeyError if there is none."""
+    for t in TARGETS:
+        if t.word == word:
+            return t
+    raise KeyError(word)

@@ -1,0 +1,43 @@
+"""The spec's vocabulary: its actions with their arguments, and its variables.
+
+One name per concept: these are the names in spec/KafkaReplication.tla (each action records
+`[name |-> ..., args |-> ...]` in the variable `action`), in the implementation's recorder,
+and in every ITF trace. `tests/test_vocabulary.py` pins this table to the spec's text.
+"""
+
+from __future__ import annotations
+
+ACTION_ARGS: dict[str, frozenset[str]] = {
+    "Produce": frozenset({"replica", "record", "acks"}),
+    "ExpireDelayedProduce": frozenset({"replica", "record"}),
+    "FollowerSendFetch": frozenset({"replica", "leader"}),
+    "LeaderHandleFetch": frozenset({"replica", "follower", "offset"}),
+    "FollowerHandleFetchResponse": frozenset({"replica", "leader"}),
+    "LeaderHandleListOffsets": frozenset({"replica", "follower"}),
+    "FollowerHandleListOffsetsResponse": frozenset({"replica", "leader"}),
+    "FollowerTruncateToHighWatermark": frozenset({"replica", "leader"}),
+    "FollowerSendOffsetsForLeaderEpoch": frozenset({"replica", "leader"}),
+    "LeaderHandleOffsetsForLeaderEpoch": frozenset({"replica", "follower", "requested"}),
+    "FollowerHandleOffsetsForLeaderEpochResponse": frozenset({"replica", "leader"}),
+    "BecomeLeaderOrFollower": frozenset({"replica", "epoch", "leader"}),
+    "LeaderShrinkIsr": frozenset({"replica", "followers"}),
+    "ControllerDetectFailure": frozenset({"replica"}),
+    "ControllerElectLeader": frozenset({"replica"}),
+    "Crash": frozenset({"replica"}),
+    "UncleanShutdown": frozenset({"replica"}),
+    "Restart": frozenset({"replica"}),
+    "Flush": frozenset({"replica"}),
+    "LoseMessage": frozenset({"from", "to"}),
+}
+"""Every spec action (the trace event names) and the names of its arguments."""
+
+INIT_ACTION = "Init"
+"""The name of the first state's step."""
+
+VARIABLES: tuple[str, ...] = (
+    "log", "hw", "epochCache", "recoveryPoint", "leaderEpoch", "leader", "fetchState", "isr",
+    "remoteLeo", "alive", "incarnation", "ctrlLive", "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs",
+    "nextRecord", "pending", "acked", "committed", "crashes", "uncleanShutdowns", "removed",
+)  # fmt: skip
+"""The spec's state variables that a trace records, in the order of its VARIABLES declaration
+(all but `action`, which goes to each state's #meta)."""

@@ -1,0 +1,11 @@
+"""Trace validation: do recorded traces conform to the spec? TLC answers, in batches.
+
+Holds: `tracecheck` (one batch of traces through TLC, one verdict each), `tlcdata` (trace data
+in a binary file that the Java reader in `java/` hands to TLC), `sources` (ITF files and
+JSON-lines corpora, read as `(trace id, text)`), `conform` (the Spark and process-pool
+runners), `results` (one row per trace: Parquet, JSON lines, JUnit XML, the summary).
+
+May import: `kreplica.conformance.tla`, `.errors`, and `kreplica.impl` (for the variant registry,
+`kreplica.impl.variants`, alone). Not `bridge`: trace validation needs the spec's side only, so a
+Spark executor that checks traces loads none of the simulator.
+"""

@@ -1,0 +1,328 @@
+"""`kreplica conform`'s engine: check many traces against the spec, in batches, on Spark or a
+local process pool, writing one result row per trace.
+
+Both runners share the unit of work: a batch of `(trace id, JSON text)` pairs checked by one
+TLC process (`tracecheck.check_texts`), which returns exactly one row per pair whatever goes
+wrong. The driver never holds the corpus: the process pool streams files and keeps a few
+batches in flight; on Spark the driver plans shares of about a batch each (runs of files, byte
+ranges of corpora: `sources.plan`), and each task reads its own share, checks it and writes its
+rows as one Parquet part file, so no trace or row passes through Spark's JVM and nothing is
+shuffled. The driver reads the results back from Parquet in record batches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kreplica.conformance.validate import tlcdata
+from kreplica.conformance.validate.results import JSON, PARQUET, SCHEMA, RowWriter, iter_rows
+from kreplica.conformance.validate.sources import (
+    Item,
+    balanced_batch_size,
+    batches,
+    iter_local,
+    local_files,
+    newlines,
+    number_lines,
+    plan,
+    read_share,
+    split_file,
+)
+from kreplica.conformance.validate.tracecheck import (
+    SPEC_MODULE,
+    SPEC_MODULES,
+    CheckSettings,
+    check_texts,
+)
+
+Progress = Callable[[int, int | None], None]
+"""Called with (batches done, batches in all when known)."""
+
+
+def check_items(items: list[Item], settings: CheckSettings) -> list[dict[str, Any]]:
+    """Check one batch: one result row (a dict) per item, in order."""
+    return [r.row() for r in check_texts(items, settings)]
+
+
+# ---------------------------------------------------------------- the process pool
+
+
+@dataclass(frozen=True)
+class PoolRun:
+    """A local run: which files, how many traces per TLC process, how many processes."""
+
+    files: Sequence[Path]
+    settings: CheckSettings
+    batch_size: int
+    workers: int
+
+
+def run_pool(run: PoolRun, out: Path, progress: Progress) -> None:
+    """Check every trace of `run.files` in a process pool; write rows to `out` as they come."""
+    for older in (out / PARQUET, out / JSON):
+        _remove(older)
+    writer = RowWriter(out)
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=run.workers) as pool:
+            pending: set[Future[list[dict[str, Any]]]] = set()
+            size = balanced_batch_size(run.files, run.batch_size, run.workers)
+            for batch in batches(iter_local(run.files), size):
+                if len(pending) >= 2 * run.workers:  # bounded: the driver streams the corpus
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    done += _collect(finished, writer)
+                    progress(done, None)
+                pending.add(pool.submit(check_items, batch, run.settings))
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                done += _collect(finished, writer)
+                progress(done, None)
+    finally:
+        writer.close()
+
+
+def _collect(finished: Iterable[Future[list[dict[str, Any]]]], writer: RowWriter) -> int:
+    """Write the rows of finished batches; return how many batches finished."""
+    count = 0
+    for future in finished:
+        writer.write(future.result())
+        count += 1
+    return count
+
+
+# ---------------------------------------------------------------- Spark
+
+
+@dataclass(frozen=True)
+class SparkRun:
+    """A Spark run: input paths (any Hadoop path), spec files and jar to ship, batch size."""
+
+    paths: Sequence[str]
+    settings: CheckSettings
+    batch_size: int
+    master: str
+    ship: Sequence[Path]
+    fail_first_attempts: bool = False
+    """Fault injection for tests: every task's first attempt fails, so Spark retries it."""
+
+
+LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+"""Spark's JVM in local mode only schedules tasks and writes small rows: with the quick
+compiler and the serial collector it starts about 5 s sooner on a busy 2-core machine."""
+
+
+def spark_context(master: str) -> Any:
+    """The SparkContext for `master` (an existing one is reused). No SparkSession: nothing here
+    uses Spark SQL, and starting it cost about 3 s more (measured)."""
+    local = master.startswith("local")
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers import kreplica
+    from pyspark import SparkConf, SparkContext
+
+    conf = SparkConf().setMaster(master).setAppName("kreplica conform")
+    conf.setAll(
+        [
+            ("spark.ui.enabled", "false"),
+            ("spark.ui.showConsoleProgress", "false"),
+            ("spark.driver.bindAddress", "127.0.0.1" if local else "0.0.0.0"),
+            ("spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive", "true"),
+            ("spark.python.worker.reuse", "true"),
+        ]
+        + ([("spark.driver.extraJavaOptions", LOCAL_JVM_OPTIONS)] if local else [])
+    )
+    sc = SparkContext.getOrCreate(conf)
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def _wanted(name: str, explicit: frozenset[str]) -> bool:
+    """A file Spark found: named on the command line, or a trace file in a named directory."""
+    return name in explicit or name.endswith((".itf.json", ".jsonl", ".ndjson"))
+
+
+SLACK = 10
+"""A share holds about a batch (its traces are estimated from the bytes): up to a tenth more
+joins the last batch rather than costing a TLC process of a few traces (measured: about 2 s)."""
+
+
+@dataclass(frozen=True)
+class TaskJob:
+    """What every Spark task needs: the settings, the batch size, where parts go, a fault."""
+
+    settings: CheckSettings
+    batch_size: int
+    parts: Path
+    fail_first_attempt: bool
+
+
+def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[int]:
+    """A Spark task: check its traces in batches, with the spec and jar Spark shipped to it,
+    and write their rows as Parquet part `index`; a retried task replaces its part whole."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    if job.fail_first_attempt and attempt == 0:
+        raise RuntimeError("injected failure of a task's first attempt (test)")
+    settings = _shipped(job.settings)
+    temp = job.parts / f".part-{index:05d}-{attempt}-{os.getpid()}.tmp"  # hidden from readers
+    rows = 0
+    with pq.ParquetWriter(temp, SCHEMA) as writer:
+        for batch in batches(traces, job.batch_size, slack=job.batch_size // SLACK):
+            checked = check_items(batch, settings)
+            writer.write_table(pa.Table.from_pylist(checked, schema=SCHEMA))
+            rows += len(checked)
+    os.replace(temp, job.parts / f"part-{index:05d}.parquet")
+    yield rows
+
+
+def _shipped(settings: CheckSettings) -> CheckSettings:
+    """`settings` with the spec, jar and reader classes Spark shipped to this executor."""
+    from pyspark import SparkFiles
+
+    jar, shipped = settings.tlc.jar, Path(SparkFiles.get(f"{SPEC_MODULE}.tla")).parent
+    return replace(
+        settings,
+        spec_dir=shipped,
+        tlc=replace(settings.tlc, jar=Path(SparkFiles.get(jar.name)) if jar else None),
+        reader=shipped if settings.reader else None,  # its classes were shipped beside the spec
+    )
+
+
+def run_spark(run: SparkRun, out: Path, progress: Progress) -> None:
+    """Check every trace under `run.paths` on Spark; write Parquet and JSON to `out`."""
+    found = [(p, _local_path(p)) for p in run.paths]
+    named = [path for _, path in found if path is not None]
+    local = local_files(named) if named else []  # before Spark starts: bad paths fail fast
+    remote = [uri for uri, path in found if path is None]
+    sc = spark_context(run.master)
+    for path in run.ship:
+        sc.addFile(str(path))
+    sc.addPyFile(str(package_zip()))
+    parts = _fresh(out.resolve() / PARQUET)
+    job = TaskJob(run.settings, run.batch_size, parts, run.fail_first_attempts)
+    traces = _traces(sc, local, remote, run.batch_size)
+    watcher = _watch(sc, traces.getNumPartitions(), progress)
+    try:
+        sc.setJobGroup("kreplica-conform", "check traces", interruptOnCancel=True)
+        traces.mapPartitionsWithIndex(lambda i, part: _check_share(i, part, job)).collect()
+    finally:
+        watcher.set()
+    for leftover in parts.glob(".part-*.tmp"):  # from attempts that failed
+        leftover.unlink()
+    _write_json(out)
+
+
+def _fresh(directory: Path) -> Path:
+    """An empty directory at `directory` (an older run's results there are removed)."""
+    _remove(directory)
+    directory.mkdir(parents=True)
+    return directory
+
+
+def _remove(path: Path) -> None:
+    """Remove an older run's results: Spark's are directories of parts, the pool's files."""
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def _write_json(out: Path) -> None:
+    """results.json from the Parquet, a row a line, read back one record batch at a time."""
+    target = out / JSON
+    _remove(target)
+    with target.open("w", encoding="utf-8") as handle:
+        for row in iter_rows(out / PARQUET):
+            handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+
+def _traces(sc: Any, local: list[Path], remote: list[str], batch_size: int) -> Any:
+    """Every input trace as an RDD of (id, text), a partition per share of about a batch, with
+    no shuffle: tasks read local files themselves; other URIs come through Spark's reader."""
+    parts = []
+    if local:
+        shares = plan(local, batch_size, sc.defaultParallelism)
+        shares = number_lines(shares, lambda segments: _count_newlines(sc, segments))
+        parts.append(sc.parallelize(shares, len(shares)).flatMap(read_share))
+    if remote:
+        explicit = frozenset(remote)
+        files = sc.wholeTextFiles(",".join(remote), minPartitions=sc.defaultParallelism)
+        parts.append(
+            files.filter(lambda kv: _wanted(kv[0], explicit)).flatMap(lambda kv: split_file(*kv))
+        )
+    return parts[0] if len(parts) == 1 else sc.union(parts)
+
+
+def _count_newlines(sc: Any, segments: list[tuple[str, int, int]]) -> list[int]:
+    """Newlines in each (path, start, end) byte range, counted by the executors in one job."""
+    ranges = sc.parallelize(segments, min(len(segments), sc.defaultParallelism))
+    return list(ranges.map(lambda segment: newlines(*segment)).collect())
+
+
+def _local_path(path: str) -> str | None:
+    """A local path or file: URI as an absolute path (executors may run elsewhere, and ids read
+    better); None for other URIs (hdfs://, s3a://), which Spark reads."""
+    if path.startswith("file:"):
+        return unquote(urlparse(path).path)
+    return None if "://" in path else str(Path(path).resolve())
+
+
+def _watch(sc: Any, tasks: int, progress: Progress) -> threading.Event:
+    """Poll Spark's status tracker in a thread, reporting finished tasks (= batches)."""
+    stop = threading.Event()
+    tracker = sc.statusTracker()
+
+    def poll() -> None:
+        while not stop.wait(0.5):
+            done = 0
+            for job in tracker.getJobIdsForGroup("kreplica-conform"):
+                info = tracker.getJobInfo(job)
+                for stage in info.stageIds if info else ():
+                    stage_info = tracker.getStageInfo(stage)
+                    if stage_info and stage_info.numTasks == tasks:
+                        done = max(done, stage_info.numCompletedTasks)
+            progress(done, tasks)
+
+    threading.Thread(target=poll, daemon=True).start()
+    return stop
+
+
+def package_zip() -> Path:
+    """The kreplica package, every room of it, as a zip for Spark's executors (addPyFile): no
+    shared filesystem. Walks src/kreplica through its links to impl/ and conformance/."""
+    import kreplica
+
+    root = Path(str(kreplica.__file__)).parent
+    target = Path(tempfile.mkdtemp(prefix="kreplica-pyfiles-")) / "kreplica.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for directory, _, names in sorted(os.walk(root, followlinks=True)):
+            for name in sorted(n for n in names if n.endswith(".py")):
+                source = Path(directory, name)
+                archive.write(source, Path("kreplica", source.relative_to(root)).as_posix())
+    return target
+
+
+def ship_files(settings: CheckSettings) -> list[Path]:
+    """What each executor needs: the spec modules, tla2tools.jar, the trace reader's classes
+    (TraceData itself is written on the executor, per batch)."""
+    spec_dir, tlc = settings.spec_dir, settings.tlc
+    files = [spec_dir / f"{name}.tla" for name in SPEC_MODULES]
+    files += [tlc.jar] if tlc.jar else []
+    return files + (tlcdata.class_files(settings.reader) if settings.reader else [])

@@ -1,0 +1,560 @@
+"""Trace validation with TLC: does a recorded trace conform to spec/KafkaReplication.tla?
+
+A batch of traces becomes one generated module (`TraceData.tla`, in a temporary directory,
+never in spec/) that defines `TraceLog` for spec/KafkaReplicationTrace.tla, and one TLC run
+checks them all: TLC prints the number of every trace whose last event it reaches. Traces it
+does not print are run again, in one diagnostic TLC run, which prints every step reached and
+every successor of the logged action that does not agree with the trace; from those this
+module pinpoints the first step no spec action explains and the variables that differ.
+
+Every input gets exactly one `TraceResult`: conforms, violates, or error (malformed input,
+unknown names, TLC crashed or timed out).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kreplica.conformance.errors import KreplicaError
+from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, to_itf
+from kreplica.conformance.tla.tlavalue import Value, format_value, parse_value
+from kreplica.conformance.tla.tlc import TlcOptions, run_tlc
+from kreplica.conformance.tla.tlc_output import TlcResult, Verdict
+from kreplica.conformance.tla.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
+from kreplica.conformance.validate import tlcdata
+from kreplica.impl.variants import Variant
+
+TRACE_MODULE = "KafkaReplicationTrace"
+SPEC_MODULE = "KafkaReplication"
+DATA_MODULE = "TraceData"
+SPEC_MODULES = (SPEC_MODULE, TRACE_MODULE, tlcdata.AGREEMENT_MODULE)
+"""The modules of spec/ a batch is checked with (TraceData is written per batch)."""
+UNBOUNDED = 1_000_000
+"""The spec's search bounds (records, epochs, crashes) do not limit a trace."""
+
+CONFORMS, VIOLATES, ERROR = "conforms", "violates", "error"
+
+
+@dataclass
+class TraceResult:
+    """The verdict on one trace, with the pinpointed step when it does not conform."""
+
+    trace_id: str
+    verdict: str
+    events: int = 0
+    step: int | None = None
+    action: str | None = None
+    args: str | None = None
+    variables: list[str] = field(default_factory=list)
+    diff: str | None = None
+    reason: str = ""
+    seconds: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        """A plain dict (one result row)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SpecParams:
+    """The spec's constants a batch is checked against; the replicas come from each trace."""
+
+    variant: Variant = field(default_factory=Variant)
+    min_insync_replicas: int = 1
+    fetch_max_records: int = 1_048_576
+    lossy_network: bool = True
+    duplicating_network: bool = True
+    fire_and_forget: bool = True
+
+
+UNKNOWN = -1
+"""The events of a trace not decoded here: the Java reader counts them."""
+
+
+@dataclass
+class Prepared:
+    """A trace ready for TLC: its id, its number of replicas, its ITF JSON text, and its
+    events and decoded trace, both made only when needed (see `prepare`)."""
+
+    trace_id: str
+    replicas: int
+    events: int
+    text: str
+    decoded: ItfTrace | None = None
+
+    @property
+    def trace(self) -> ItfTrace:
+        """The decoded trace (for the TLA+ rendering and for diagnosis)."""
+        if self.decoded is None:
+            self.decoded = load(self.trace_id, self.text)
+        return self.decoded
+
+
+class TraceInputError(KreplicaError):
+    """A trace that cannot be checked: malformed, or naming something the spec does not have."""
+
+
+# ---------------------------------------------------------------- reading and rendering
+
+
+def load(trace_id: str, text: str) -> ItfTrace:
+    """Decode one ITF trace from JSON text (TraceError on malformed input)."""
+    return decode_trace(loads_json(text, trace_id), trace_id)
+
+
+def _check_vocabulary(trace: ItfTrace, trace_id: str) -> None:
+    """Every variable, action and argument the trace names is the spec's."""
+    unknown = [v for v in trace.vars if v not in VARIABLES]
+    if unknown:
+        raise TraceInputError(f"{trace_id}: unknown variable {unknown[0]!r}")
+    if not trace.states:
+        raise TraceInputError(f"{trace_id}: the trace has no states")
+    for index, state in enumerate(trace.states[1:], start=1):
+        if state.action not in ACTION_ARGS:
+            raise TraceInputError(f"{trace_id}: step {index}: unknown action {state.action!r}")
+        if set(state.args) != ACTION_ARGS[state.action]:
+            expected = ", ".join(sorted(ACTION_ARGS[state.action]))
+            raise TraceInputError(
+                f"{trace_id}: step {index}: {state.action} takes arguments {expected}, "
+                f"got {', '.join(sorted(state.args)) or 'none'}"
+            )
+
+
+def replicas_of(trace: ItfTrace) -> int:
+    """The number of replicas: the length of a per-replica variable in the first state."""
+    for name in ("hw", "log", "leader", "alive"):
+        value = trace.states[0].values.get(name)
+        if isinstance(value, tuple):
+            return len(value)
+        if isinstance(value, frozenset):
+            return len(value)
+    raise TraceInputError("cannot tell the number of replicas: no hw, log, leader or alive")
+
+
+def _record(fields: Mapping[str, Value]) -> str:
+    """A TLA+ record of already-valued fields (`<<>>` when empty)."""
+    if not fields:
+        return "<<>>"
+    return "[" + ", ".join(f"{k} |-> {format_value(v)}" for k, v in fields.items()) + "]"
+
+
+def render(trace: ItfTrace) -> str:
+    """The trace as a TLA+ record [hidden, events], each event keeping only what changed."""
+    observed = [v for v in VARIABLES if v in trace.vars]
+    hidden = "{" + ", ".join(f'"{v}"' for v in VARIABLES if v not in observed) + "}"
+    events: list[str] = []
+    previous: dict[str, Value] | None = None
+    for state in trace.states:
+        values = state.values
+        changed = {
+            v: values[v]
+            for v in observed
+            if v in values and (previous is None or v not in previous or previous[v] != values[v])
+        }
+        missing = [v for v in observed if v not in values]
+        parts = [
+            f'e |-> "{state.action or INIT_ACTION}"',
+            f"a |-> {_record(state.args)}",
+            f"v |-> {_record(changed)}",
+        ]
+        if missing:
+            parts.append("o |-> {" + ", ".join(f'"{v}"' for v in missing) + "}")
+        events.append("[" + ", ".join(parts) + "]")
+        previous = dict(values)
+    return f"[hidden |-> {hidden}, events |-> <<\n  " + ",\n  ".join(events) + ">>]"
+
+
+def prepare(trace_id: str, text: str, fast: bool = False) -> Prepared:
+    """Read one trace and check its names (TraceError/TraceInputError if bad).
+
+    `fast` (for the Java reader): leave the JSON to the reader, which decodes it, checks its
+    names and counts its events much faster than Python; only the number of replicas is read
+    here, from the first state's `hw`. A trace the reader refuses is read here again
+    (`full_prepare`), for the precise complaint."""
+    if fast:
+        replicas = _replicas_in_text(text)
+        if replicas is not None:
+            return Prepared(trace_id, replicas, UNKNOWN, text)
+    return full_prepare(trace_id, text)
+
+
+def full_prepare(trace_id: str, text: str) -> Prepared:
+    """`prepare`, decoding the whole trace in Python."""
+    trace = load(trace_id, text)
+    _check_vocabulary(trace, trace_id)
+    return Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, text, trace)
+
+
+_FIRST_HW = re.compile(r'"hw"\s*:\s*\[([-0-9,\s]*)\]')
+
+
+def _replicas_in_text(text: str) -> int | None:
+    """The length of the first `hw` in the JSON text (a list of integers), or None."""
+    found = _FIRST_HW.search(text)
+    if found is None or not found.group(1).strip():
+        return None
+    return found.group(1).count(",") + 1
+
+
+# ---------------------------------------------------------------- the TLC run
+
+
+def _tla_bool(value: bool) -> str:
+    """A Python boolean as a TLA+ one."""
+    return "TRUE" if value else "FALSE"
+
+
+def tlc_config(params: SpecParams, replicas: int, diagnose: bool) -> str:
+    """The TLC config of a batch."""
+    v = params.variant
+    bugs = "{" + ", ".join(f'"{b}"' for b in sorted(v.bugs)) + "}"
+    return "\n".join(
+        [
+            "CONSTANTS",
+            f"    Replicas = {{{', '.join(str(r) for r in range(1, replicas + 1))}}}",
+            f"    MaxRecords = {UNBOUNDED}",
+            f"    MaxEpoch = {UNBOUNDED}",
+            f"    MaxCrashes = {UNBOUNDED}",
+            f"    MaxUncleanShutdowns = {UNBOUNDED}",
+            f"    MaxFetchRecords = {params.fetch_max_records}",
+            f"    MinIsr = {params.min_insync_replicas}",
+            f'    Truncation = "{v.truncation}"',
+            f'    Election = "{v.election}"',
+            f'    Acks = "{v.acks}"',
+            f'    Fencing = "{v.fencing}"',
+            f"    Bugs = {bugs}",
+            f"    LossyNetwork = {_tla_bool(params.lossy_network)}",
+            f"    DuplicatingNetwork = {_tla_bool(params.duplicating_network)}",
+            f"    FireAndForget = {_tla_bool(params.fire_and_forget)}",
+            f"    Diagnose = {_tla_bool(diagnose)}",
+            "INIT TraceInit",
+            "NEXT TraceNext",
+            "VIEW TraceView",
+            "",
+        ]
+    )
+
+
+def write_batch(
+    workdir: Path, spec_dir: Path, traces: Sequence[Prepared], reader: Path | None = None
+) -> Path:
+    """Copy the spec and write the batch's TraceData: as binary data for the Java reader
+    (`reader`, its compiled classes; see tlcdata) or as a TLA+ module. Return the spec's path."""
+    for name in SPEC_MODULES:
+        shutil.copyfile(spec_dir / f"{name}.tla", workdir / f"{name}.tla")
+    if reader is not None:
+        tlcdata.install_blobs(workdir, [tlcdata.json_blob(p.text) for p in traces], reader)
+        return workdir / f"{TRACE_MODULE}.tla"
+    body = ",\n".join(render(p.trace) for p in traces)
+    (workdir / f"{DATA_MODULE}.tla").write_text(
+        f"---- MODULE {DATA_MODULE} ----\nEXTENDS Integers, Sequences\n\n"
+        f"TraceLog == <<\n{body}\n>>\n====\n",
+        encoding="utf-8",
+    )
+    return workdir / f"{TRACE_MODULE}.tla"
+
+
+_PRINT_START = re.compile(r'^<<\s*"kreplica-')
+_PRINT_NUMBERS = re.compile(r'<<"(kreplica-[a-z]+)", (\d+)(?:, (\d+))?>>')
+"""The common short lines (a trace's events, its verdict), read without the TLA+ parser."""
+
+
+def printed_values(output: str) -> Iterable[Value]:
+    """The values the trace spec printed (TLC pretty-prints long ones over several lines)."""
+    lines = output.splitlines()
+    i = 0
+    while i < len(lines):
+        if _PRINT_START.match(lines[i]):
+            j = i + 1
+            while j < len(lines) and lines[j][:1] == " ":
+                j += 1
+            short = _PRINT_NUMBERS.fullmatch(lines[i]) if j == i + 1 else None
+            if short:
+                kind, *numbers = short.groups()
+                yield (kind, *(int(n) for n in numbers if n is not None))
+            else:
+                yield parse_value("\n".join(lines[i:j]))
+            i = j
+        else:
+            i += 1
+
+
+@dataclass
+class Printed:
+    """What the trace spec printed, by trace number (1-based, in batch order)."""
+
+    conforms: set[int] = field(default_factory=set)
+    reached: dict[int, int] = field(default_factory=dict)
+    mismatches: dict[tuple[int, int], list[Value]] = field(default_factory=dict)
+    init_mismatches: dict[int, list[Value]] = field(default_factory=dict)
+    events: dict[int, int] = field(default_factory=dict)
+    """Events of each trace, as the Java reader counted them."""
+    invalid: dict[int, str] = field(default_factory=dict)
+    """Traces the Java reader refused, and why."""
+
+
+def parse_printed(output: str) -> Printed:
+    """Collect the spec's PrintT lines from TLC's output."""
+    found = Printed()
+    for value in printed_values(output):
+        assert isinstance(value, tuple) and isinstance(value[1], int)
+        kind, number = value[0], value[1]
+        if kind == "kreplica-conforms":
+            found.conforms.add(number)
+        elif kind == "kreplica-reached":
+            step = value[2]
+            assert isinstance(step, int)
+            found.reached[number] = max(step, found.reached.get(number, -1))
+        elif kind == "kreplica-mismatch":
+            step = value[2]
+            assert isinstance(step, int)
+            found.mismatches.setdefault((number, step), []).append(value[3])
+        elif kind == "kreplica-init-mismatch":
+            found.init_mismatches.setdefault(number, []).append(value[2])
+        elif kind == "kreplica-events" and isinstance(value[2], int):
+            found.events[number] = value[2]
+        elif kind == "kreplica-invalid":
+            found.invalid[number] = str(value[2])
+    return found
+
+
+def run_batch(
+    traces: Sequence[Prepared],
+    params: SpecParams,
+    spec_dir: Path,
+    options: TlcOptions,
+    diagnose: bool,
+    reader: Path | None = None,
+) -> tuple[TlcResult, Printed]:
+    """One TLC run over `traces` (all with the same number of replicas)."""
+    workdir = Path(tempfile.mkdtemp(prefix="kreplica-conform-"))
+    try:
+        module = write_batch(workdir, spec_dir, traces, reader)
+        config = workdir / f"{TRACE_MODULE}.cfg"
+        config.write_text(tlc_config(params, traces[0].replicas, diagnose), encoding="utf-8")
+        result = run_tlc(module, config, options)
+        return result, parse_printed(result.output)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _tlc_failed(result: TlcResult) -> str | None:
+    """Why a TLC run gave no usable verdict, or None when it finished normally."""
+    if result.outcome.verdict == Verdict.OK:
+        return None
+    return f"TLC {result.outcome.verdict}: {result.message}".strip().rstrip(":")
+
+
+# ---------------------------------------------------------------- diagnosis
+
+
+def _differing(logged: Mapping[str, Value], successors: Iterable[Mapping[str, Value]]) -> list[str]:
+    """The logged variables that differ from the same variable in every successor."""
+    options = list(successors)
+    return [v for v, value in logged.items() if all(s.get(v) != value for s in options)]
+
+
+def _as_state(value: Value) -> dict[str, Value]:
+    """A state the trace spec printed (a record of the spec's variables)."""
+    if not isinstance(value, Mapping):
+        raise TraceInputError(f"TLC printed {value!r} where a state was expected")
+    return {str(k): v for k, v in value.items()}
+
+
+def _values_at(trace: ItfTrace, step: int) -> dict[str, Value]:
+    """The recorded variables of state `step` (only those it observes)."""
+    return dict(trace.states[step].values)
+
+
+def _json(value: Value) -> Any:
+    """A value as ITF JSON."""
+    return to_itf(value)
+
+
+def diagnose(p: Prepared, number: int, printed: Printed, seconds: float) -> TraceResult:
+    """Pinpoint where trace `number` of a diagnostic run stopped conforming."""
+    trace = p.trace
+    if number in printed.init_mismatches or number not in printed.reached:
+        logged = _values_at(trace, 0)
+        got = printed.init_mismatches.get(number, [])
+        initial = [_as_state(g) for g in got]
+        variables = _differing(logged, initial)
+        diff = {
+            v: {"expected": _json(logged[v]), "got": [_json(s[v]) for s in initial]}
+            for v in variables
+        }
+        return TraceResult(
+            p.trace_id,
+            VIOLATES,
+            p.events,
+            0,
+            INIT_ACTION,
+            "{}",
+            variables,
+            json.dumps(diff),
+            "the first state is not the spec's Init",
+            seconds,
+        )
+    step = printed.reached[number] + 1
+    state = trace.states[step]
+    args = json.dumps({k: _json(v) for k, v in state.args.items()}, sort_keys=True)
+    printed_successors = printed.mismatches.get((number, step), [])
+    if not printed_successors:
+        reason = f"{state.action} with these arguments is not enabled in the spec here"
+        return TraceResult(
+            p.trace_id, VIOLATES, p.events, step, state.action, args, [], None, reason, seconds
+        )
+    successors = [_as_state(s) for s in printed_successors]
+    logged = _values_at(trace, step)
+    variables = _differing(logged, successors)
+    diff = {
+        v: {"expected": _json(logged[v]), "got": [_json(s[v]) for s in successors]}
+        for v in variables
+    }
+    reason = f"no successor of {state.action} agrees with the trace on {', '.join(variables)}"
+    return TraceResult(
+        p.trace_id,
+        VIOLATES,
+        p.events,
+        step,
+        state.action,
+        args,
+        variables,
+        json.dumps(diff),
+        reason,
+        seconds,
+    )
+
+
+# ---------------------------------------------------------------- the whole check
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """How to check a batch: the spec's constants, where the spec is, and how to run TLC."""
+
+    params: SpecParams
+    spec_dir: Path
+    tlc: TlcOptions
+    reader: Path | None = None
+    """The compiled Java trace-data reader (tlcdata.build_reader), or None: TLA+ text."""
+
+
+def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[TraceResult]:
+    """Check traces that share a number of replicas: one TLC run, then one to diagnose."""
+    start = time.monotonic()
+    result, printed = run_batch(
+        batch, settings.params, settings.spec_dir, settings.tlc, False, settings.reader
+    )
+    failed = _tlc_failed(result)
+    seconds = (time.monotonic() - start) / len(batch)
+    if failed:
+        return [
+            TraceResult(p.trace_id, ERROR, _events(p), reason=failed, seconds=seconds)
+            for p in batch
+        ]
+    results: dict[int, TraceResult] = {}
+    rejected: list[Prepared] = []
+    for n, p in enumerate(batch, start=1):
+        p.events = printed.events.get(n, p.events)
+        if n in printed.invalid:
+            results[n] = _refused(p, printed.invalid[n], seconds)
+        elif n in printed.conforms:
+            results[n] = TraceResult(p.trace_id, CONFORMS, p.events, seconds=seconds)
+        else:
+            rejected.append(p)
+    if rejected:
+        again, found = run_batch(
+            rejected, settings.params, settings.spec_dir, settings.tlc, True, settings.reader
+        )
+        failed = _tlc_failed(again)
+        for n, p in enumerate(rejected, start=1):
+            results[batch.index(p) + 1] = (
+                TraceResult(
+                    p.trace_id, ERROR, p.events, reason=f"diagnosis: {failed}", seconds=seconds
+                )
+                if failed
+                else diagnose(p, n, found, seconds)
+            )
+    return [results[n] for n in range(1, len(batch) + 1)]
+
+
+def _refused(p: Prepared, why: str, seconds: float) -> TraceResult:
+    """The row of a trace the Java reader refused: Python's own complaint, which is more
+    precise, or the reader's."""
+    try:
+        full = full_prepare(p.trace_id, p.text)
+    except KreplicaError as err:
+        return TraceResult(p.trace_id, ERROR, reason=str(err), seconds=seconds)
+    return TraceResult(
+        p.trace_id, ERROR, full.events, reason=f"{p.trace_id}: {why}", seconds=seconds
+    )
+
+
+def _events(p: Prepared) -> int:
+    """The trace's events, decoding it if the reader never counted them (0 if malformed)."""
+    if p.events == UNKNOWN:
+        try:
+            p.events = len(p.trace.states) - 1
+        except KreplicaError:
+            return 0
+    return p.events
+
+
+RETRIES = 1
+"""A single trace whose TLC crashed (not timed out) is run once more before it gets an error."""
+
+
+def _batch_failed(results: Sequence[TraceResult]) -> bool:
+    """TLC itself failed on the batch (every row is that error), rather than a trace."""
+    return bool(results) and all(
+        r.verdict == ERROR and r.reason.startswith(("TLC ", "diagnosis: TLC ")) for r in results
+    )
+
+
+def _check_group(
+    batch: Sequence[Prepared], settings: CheckSettings, retries: int = RETRIES
+) -> list[TraceResult]:
+    """check_prepared, never raising. When TLC fails on a batch (a crash, an evaluation error
+    that one odd trace causes), the batch is split in halves, down to single traces, so one
+    trace cannot cost the others their verdicts; a single trace whose TLC crashed is retried.
+    Timeouts are final: splitting would only spend the time again."""
+    try:
+        results = check_prepared(batch, settings)
+    except Exception as err:  # no traceback reaches the user: the batch's rows say why
+        reason = f"internal error: {type(err).__name__}: {err}"
+        return [TraceResult(p.trace_id, ERROR, _events(p), reason=reason) for p in batch]
+    if not _batch_failed(results) or "timeout" in results[0].reason:
+        return results
+    if len(batch) > 1:
+        half = len(batch) // 2
+        return _check_group(batch[:half], settings) + _check_group(batch[half:], settings)
+    if retries > 0 and "crash" in results[0].reason:
+        return _check_group(batch, settings, retries - 1)
+    return results
+
+
+def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> list[TraceResult]:
+    """Check (id, ITF JSON text) pairs: one result per item, in order, whatever happens."""
+    results: dict[int, TraceResult] = {}
+    groups: dict[int, list[tuple[int, Prepared]]] = {}
+    for index, (trace_id, text) in enumerate(items):
+        try:
+            p = prepare(trace_id, text, fast=settings.reader is not None)
+        except KreplicaError as err:
+            results[index] = TraceResult(trace_id, ERROR, reason=str(err))
+            continue
+        groups.setdefault(p.replicas, []).append((index, p))
+    for group in groups.values():
+        checked = _check_group([p for _, p in group], settings)
+        for (index, _), result in zip(group, checked, strict=True):
+            results[index] = result
+    return [results[i] for i in sorted(results)]
