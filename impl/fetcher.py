@@ -1,4 +1,4 @@
-"""AbstractFetcherThread and ReplicaFetcherThread as sans-IO state machines (R6-R9).
+"""AbstractFetcherThread as a sans-IO state machine (R6-R9); `replica_fetcher` builds on it.
 
 A fetcher thread is an object whose `do_work()` runs one iteration (maybe_truncate, then
 maybe_fetch) and RETURNS the request it wants sent to its source broker; `handle_response()`
@@ -10,20 +10,17 @@ per-partition pending reset served by the next do_work() calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
-from enum import Enum
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kreplica.impl.clock import SimClock
-from kreplica.impl.config import BrokerConfig
 from kreplica.impl.errors import (
     CorruptRecordError,
     IllegalStateError,
     InvalidRecordError,
     KafkaError,
     KafkaStorageError,
-    NotLeaderOrFollowerError,
 )
 from kreplica.impl.log import LogAppendInfo, OffsetAndEpoch
 from kreplica.impl.messages import (
@@ -38,146 +35,28 @@ from kreplica.impl.messages import (
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
-    IsolationLevel,
-    ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
     Message,
-    OffsetForLeaderPartition,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     TopicPartition,
 )
-from kreplica.impl.variants import Variant
 
 if TYPE_CHECKING:
-    from kreplica.impl.replica_manager import ReplicaManager
+    pass
 
-
-class ReplicaState(Enum):
-    """Truncating (find the divergence point first) or Fetching."""
-
-    TRUNCATING = "Truncating"
-    FETCHING = "Fetching"
-
-
-TRUNCATING = ReplicaState.TRUNCATING
-FETCHING = ReplicaState.FETCHING
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionFetchState:
-    """Fetch offset, current leader epoch, state and an optional back-off deadline (R7)."""
-
-    fetch_offset: int
-    lag: int | None
-    current_leader_epoch: int
-    delay_until_ms: int | None
-    state: ReplicaState
-
-    def is_delayed(self, now_ms: int) -> bool:
-        """True while backing off (DelayedItem not yet due)."""
-        return self.delay_until_ms is not None and self.delay_until_ms > now_ms
-
-    def is_ready_for_fetch(self, now_ms: int) -> bool:
-        """Fetching and not delayed."""
-        return self.state is FETCHING and not self.is_delayed(now_ms)
-
-    def is_truncating(self, now_ms: int) -> bool:
-        """Truncating and not delayed."""
-        return self.state is TRUNCATING and not self.is_delayed(now_ms)
-
-
-class PartitionStates:
-    """Partition fetch states in round-robin order (PartitionStates): moved-to-end = served last."""
-
-    __slots__ = ("_map",)
-
-    def __init__(self) -> None:
-        self._map: dict[TopicPartition, PartitionFetchState] = {}
-
-    def state_value(self, tp: TopicPartition) -> PartitionFetchState | None:
-        """The state of tp, or None if not tracked."""
-        return self._map.get(tp)
-
-    def contains(self, tp: TopicPartition) -> bool:
-        """True if tp is tracked."""
-        return tp in self._map
-
-    def update_and_move_to_end(self, tp: TopicPartition, state: PartitionFetchState) -> None:
-        """Set tp's state and move it to the end of the round-robin order."""
-        self._map.pop(tp, None)
-        self._map[tp] = state
-
-    def update(self, tp: TopicPartition, state: PartitionFetchState) -> None:
-        """Set tp's state keeping its place."""
-        self._map[tp] = state
-
-    def remove(self, tp: TopicPartition) -> None:
-        """Stop tracking tp."""
-        self._map.pop(tp, None)
-
-    def items(self) -> list[tuple[TopicPartition, PartitionFetchState]]:
-        """(tp, state) pairs in round-robin order."""
-        return list(self._map.items())
-
-    def partitions(self) -> list[TopicPartition]:
-        """Tracked partitions in round-robin order."""
-        return list(self._map)
-
-    def __len__(self) -> int:
-        return len(self._map)
-
-    def __iter__(self) -> Iterator[TopicPartition]:
-        return iter(list(self._map))
-
-
-@dataclass(frozen=True, slots=True)
-class InitialFetchState:
-    """Where a follower starts: the leader, its epoch and the initial fetch offset (the HW)."""
-
-    leader: int
-    leader_epoch: int
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetTruncationState:
-    """A truncation offset and whether truncation is complete (R6)."""
-
-    offset: int
-    truncation_completed: bool
-
-
-@dataclass(frozen=True, slots=True)
-class EpochData:
-    """An OffsetsForLeaderEpoch entry: the fetcher's current leader epoch and its latest epoch."""
-
-    current_leader_epoch: int
-    leader_epoch: int
-
-
-@dataclass(slots=True)
-class OffsetReset:
-    """A pending out-of-range reset of one partition (R9): LATEST first, then EARLIEST."""
-
-    tp: TopicPartition
-    leader_epoch: int
-    request_epoch: int | None
-    phase: int = LATEST_TIMESTAMP
-    leader_end_offset: int = -1
-
-
-@dataclass(slots=True)
-class InFlight:
-    """The one request a fetcher has in flight and what it needs to handle the answer."""
-
-    correlation_id: int
-    deadline_ms: int
-    request: Message
-    epochs: dict[TopicPartition, EpochData] | None = None
-    session: dict[TopicPartition, FetchPartitionData] | None = None
-    reset: OffsetReset | None = None
+from kreplica.impl.fetch_state import (
+    FETCHING,
+    TRUNCATING,
+    EpochData,
+    InFlight,
+    InitialFetchState,
+    OffsetReset,
+    OffsetTruncationState,
+    PartitionFetchState,
+    PartitionStates,
+)
 
 
 class AbstractFetcherThread:
@@ -706,229 +585,3 @@ class AbstractFetcherThread:
     def partition_count(self) -> int:
         """How many partitions this fetcher tracks."""
         return len(self.partition_states)
-
-
-class ReplicaFetcherThread(AbstractFetcherThread):
-    """A follower broker's fetcher towards one leader broker, over the local ReplicaManager."""
-
-    def __init__(
-        self,
-        broker_id: int,
-        source_broker: int,
-        replica_manager: ReplicaManager,
-        config: BrokerConfig,
-        variant: Variant,
-        clock: SimClock,
-        failed_partitions: set[TopicPartition],
-        next_correlation_id: Callable[[], int],
-    ) -> None:
-        super().__init__(
-            f"ReplicaFetcherThread-0-{source_broker}",
-            source_broker,
-            clock,
-            config.replica_fetch_backoff_ms,
-            config.replica_socket_timeout_ms,
-            failed_partitions,
-        )
-        self.broker_id = broker_id
-        self.replica_manager = replica_manager
-        self.config = config
-        self.variant = variant
-        self.next_correlation_id = next_correlation_id
-        # truncation=hw: pre-KIP-101, no OffsetsForLeaderEpoch, truncate to the HW (R6a);
-        # kip101 differs on the leader's side only (Partition.last_offset_for_leader_epoch);
-        # fetch-diverging (2.7 truncate-on-fetch) runs as kip279: same truncation points.
-        self.is_offset_for_leader_epoch_supported = variant.truncation != "hw"
-        self.send_leader_epoch = variant.fencing == "kip320"
-        self.clamp_follower_hw = not variant.has_bug("hw-not-clamped")
-        self._last_sent: dict[TopicPartition, FetchPartitionData] = {}
-        """The PartitionData last sent per partition: an unchanged partition reuses the value."""
-
-    def latest_epoch(self, tp: TopicPartition) -> int | None:
-        """The latest epoch of the local log's epoch cache."""
-        return self.replica_manager.local_log_or_exception(tp, allow_offline=True).latest_epoch()
-
-    def log_start_offset(self, tp: TopicPartition) -> int:
-        """The local log start offset (KafkaStorageError if the log dir is offline)."""
-        return self.replica_manager.local_log_or_exception(tp).log_start_offset
-
-    def log_end_offset(self, tp: TopicPartition) -> int:
-        """The local LEO."""
-        return self.replica_manager.local_log_or_exception(tp, allow_offline=True).log_end_offset
-
-    def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> OffsetAndEpoch | None:
-        """The local R3 answer (Log.endOffsetForEpoch)."""
-        log = self.replica_manager.local_log_or_exception(tp, allow_offline=True)
-        return log.end_offset_for_epoch(epoch)
-
-    def truncate(self, tp: TopicPartition, state: OffsetTruncationState) -> None:
-        """Truncate the local replica to state.offset (R6)."""
-        partition = self.replica_manager.non_offline_partition(tp)
-        if partition is None:
-            raise NotLeaderOrFollowerError(f"no partition {tp}")
-        partition.truncate_to(state.offset)
-
-    def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
-        """Empty the local replica and restart it at offset (R9)."""
-        partition = self.replica_manager.non_offline_partition(tp)
-        if partition is None:
-            raise NotLeaderOrFollowerError(f"no partition {tp}")
-        partition.truncate_fully_and_start_at(offset)
-
-    def process_partition_data(
-        self, tp: TopicPartition, fetch_offset: int, data: FetchPartitionResponse
-    ) -> LogAppendInfo | None:
-        """Append, then HW := min(leader HW, LEO), log start := max(...) (R8)."""
-        partition = self.replica_manager.all_partitions.get(tp)
-        log = partition.log if partition is not None else None
-        if partition is None or log is None or log.offline:
-            partition = self.replica_manager.non_offline_partition(tp)
-            if partition is None:
-                raise NotLeaderOrFollowerError(f"no partition {tp}")
-            log = partition.local_log_or_exception()
-        log_start_offset = log.log_start_offset
-        leo = log_start_offset + len(log.entries)
-        if fetch_offset != leo:
-            raise IllegalStateError(f"offset mismatch for {tp}: fetched {fetch_offset}, LEO {leo}")
-        records = data.records
-        info = None
-        if records:
-            info = partition.append_records_to_follower(records)
-            log_start_offset = log.log_start_offset
-            leo = log_start_offset + len(log.entries)
-        hw = data.high_watermark
-        if self.clamp_follower_hw:
-            hw = log_start_offset if hw < log_start_offset else (leo if hw > leo else hw)
-        log.high_watermark = hw
-        if data.log_start_offset > log_start_offset:
-            log.maybe_increment_log_start_offset(data.log_start_offset)
-        return info
-
-    def build_fetch(
-        self, ready: list[tuple[TopicPartition, PartitionFetchState]]
-    ) -> tuple[FetchRequest | None, dict[TopicPartition, FetchPartitionData], set[TopicPartition]]:
-        """FETCH with (offset, log start, replica.fetch.max.bytes, current epoch) per partition."""
-        with_error: set[TopicPartition] = set()
-        session: dict[TopicPartition, FetchPartitionData] = {}
-        fetch_size = self.config.replica_fetch_max_bytes
-        send_epoch = self.send_leader_epoch
-        partitions = self.replica_manager.all_partitions
-        last_sent = self._last_sent
-        for tp, state in ready:
-            partition = partitions.get(tp)
-            log = partition.log if partition is not None else None
-            if log is None or log.offline:
-                with_error.add(tp)
-                continue
-            fetch_offset = state.fetch_offset
-            log_start_offset = log.log_start_offset
-            epoch = state.current_leader_epoch if send_epoch else None
-            data = last_sent.get(tp)
-            if (
-                data is None
-                or data.fetch_offset != fetch_offset
-                or data.log_start_offset != log_start_offset
-                or data.current_leader_epoch != epoch
-            ):
-                data = FetchPartitionData(tp, fetch_offset, log_start_offset, fetch_size, epoch)
-                last_sent[tp] = data
-            session[tp] = data
-        if not session:
-            return None, session, with_error
-        request = FetchRequest(
-            self.next_correlation_id(),
-            self.broker_id,
-            self.config.replica_fetch_wait_max_ms,
-            self.config.replica_fetch_min_bytes,
-            self.config.replica_fetch_response_max_bytes,
-            IsolationLevel.READ_UNCOMMITTED,
-            tuple(session.values()),
-        )
-        return request, session, with_error
-
-    def build_offsets_for_leader_epoch(
-        self, partitions: dict[TopicPartition, EpochData]
-    ) -> OffsetsForLeaderEpochRequest:
-        """OFFSETS_FOR_LEADER_EPOCH for the follower's latest epochs (with its current epoch)."""
-        send_epoch = self.send_leader_epoch
-        return OffsetsForLeaderEpochRequest(
-            self.next_correlation_id(),
-            self.broker_id,
-            tuple(
-                OffsetForLeaderPartition(
-                    tp, data.current_leader_epoch if send_epoch else None, data.leader_epoch
-                )
-                for tp, data in partitions.items()
-            ),
-        )
-
-    def build_list_offsets(self, reset: OffsetReset) -> ListOffsetsRequest:
-        """LIST_OFFSETS (LATEST or EARLIEST) for a partition being reset (R9)."""
-        epoch = reset.leader_epoch if self.send_leader_epoch else None
-        return ListOffsetsRequest(
-            self.next_correlation_id(),
-            self.broker_id,
-            IsolationLevel.READ_UNCOMMITTED,
-            (ListOffsetsPartition(reset.tp, epoch, reset.phase),),
-        )
-
-
-class ReplicaFetcherManager:
-    """One ReplicaFetcherThread per source broker (num.replica.fetchers=1) and the failed set."""
-
-    def __init__(
-        self,
-        broker_id: int,
-        replica_manager: ReplicaManager,
-        config: BrokerConfig,
-        variant: Variant,
-        clock: SimClock,
-        next_correlation_id: Callable[[], int],
-    ) -> None:
-        self.broker_id = broker_id
-        self.replica_manager = replica_manager
-        self.config = config
-        self.variant = variant
-        self.clock = clock
-        self.next_correlation_id = next_correlation_id
-        self.fetchers: dict[int, ReplicaFetcherThread] = {}
-        self.failed_partitions: set[TopicPartition] = set()
-
-    def add_fetcher_for_partitions(self, states: dict[TopicPartition, InitialFetchState]) -> None:
-        """Hand each partition to the fetcher of its leader, creating the fetcher if needed."""
-        by_leader: dict[int, dict[TopicPartition, InitialFetchState]] = {}
-        for tp in sorted(states):
-            by_leader.setdefault(states[tp].leader, {})[tp] = states[tp]
-        for leader in sorted(by_leader):
-            fetcher = self.fetchers.get(leader)
-            if fetcher is None:
-                fetcher = ReplicaFetcherThread(
-                    self.broker_id,
-                    leader,
-                    self.replica_manager,
-                    self.config,
-                    self.variant,
-                    self.clock,
-                    self.failed_partitions,
-                    self.next_correlation_id,
-                )
-                self.fetchers[leader] = fetcher
-            fetcher.add_partitions(by_leader[leader])
-
-    def remove_fetcher_for_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        """Stop fetching the partitions in every fetcher; forget them as failed."""
-        tps = list(partitions)
-        for leader in sorted(self.fetchers):
-            self.fetchers[leader].remove_partitions(tps)
-        for tp in tps:
-            self.failed_partitions.discard(tp)
-
-    def shutdown_idle_fetcher_threads(self) -> None:
-        """Drop fetchers that track no partition (an in-flight answer to them is then ignored)."""
-        for leader in sorted(self.fetchers):
-            if self.fetchers[leader].partition_count() == 0:
-                del self.fetchers[leader]
-
-    def fetcher_for(self, source_broker: int) -> ReplicaFetcherThread | None:
-        """The fetcher towards source_broker, if any."""
-        return self.fetchers.get(source_broker)

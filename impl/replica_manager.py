@@ -19,7 +19,7 @@ from kreplica.impl.errors import (
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
-from kreplica.impl.fetcher import InitialFetchState, ReplicaFetcherManager
+from kreplica.impl.fetch_state import InitialFetchState
 from kreplica.impl.log import (
     FETCH_HIGH_WATERMARK,
     FETCH_LOG_END,
@@ -51,6 +51,7 @@ from kreplica.impl.messages import (
 )
 from kreplica.impl.partition import IsrChannel, Partition
 from kreplica.impl.purgatory import DelayedOperationPurgatory
+from kreplica.impl.replica_fetcher import ReplicaFetcherManager
 from kreplica.impl.variants import Variant
 
 ProduceCallback = Callable[[dict[TopicPartition, ProducePartitionResponse]], None]

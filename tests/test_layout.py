@@ -121,9 +121,10 @@ def forbidden_imports(root: Path, rooms: dict[str, frozenset[str]]) -> list[str]
 def module_graph(root: Path) -> nx.DiGraph:
     """Module -> module it imports when it runs, for every kreplica module under `root`.
 
-    Type-only imports are left out: impl/fetcher.py and impl/delayed_ops.py name
-    ReplicaManager in annotations, as Kafka's ReplicaFetcherThread and DelayedProduce hold a
-    ReplicaManager, while replica_manager.py imports both; no import runs in a circle."""
+    Type-only imports are left out: impl/fetcher.py, impl/replica_fetcher.py and
+    impl/delayed_ops.py name ReplicaManager in annotations, as Kafka's fetcher threads and
+    DelayedProduce hold a ReplicaManager, while replica_manager.py imports them; no import runs
+    in a circle."""
     modules = sources(root)
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)

@@ -15,7 +15,7 @@ from typing import Any
 
 from kreplica.conformance.tla.tlavalue import Record, Value
 from kreplica.impl.cluster import Cluster
-from kreplica.impl.fetcher import ReplicaState
+from kreplica.impl.fetch_state import ReplicaState
 from kreplica.impl.messages import (
     FetchRequest,
     FetchResponse,

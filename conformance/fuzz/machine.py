@@ -20,10 +20,12 @@ live, without knowing any bug:
   runs each fault is a change point at which the slowest node becomes the fastest;
 - swarm testing: half the runs never flush, so a power loss loses a log's tail.
 
-`run_fuzz` runs a campaign for one set-up with Hypothesis's search and shrinking; the failing
-run is then minimised step by step (`schedule.minimize`) and comes back as a `Failure`, which
-`save_failure` writes as an ITF trace plus a replayable schedule. With a corpus
-(`fuzz_corpus.CorpusWriter`) every generated run's trace is appended as one JSON line.
+The rooms around it: `setup.FuzzSetup` says what a campaign allows, `choices.CHOICES` which
+enabled steps each rule may take. `campaign.run_fuzz` runs a campaign for one set-up with
+Hypothesis's search and shrinking; the failing run is then minimised step by step
+(`schedule.minimize`) and comes back as a `Failure`, which `campaign.save_failure` writes as an
+ITF trace plus a replayable schedule. With a corpus (`corpus_writer.CorpusWriter`) every
+generated run's trace is appended as one JSON line.
 """
 
 from __future__ import annotations

@@ -7,12 +7,7 @@ import pytest
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.errors import IllegalStateError
-from kreplica.impl.fetcher import (
-    FETCHING,
-    TRUNCATING,
-    InitialFetchState,
-    ReplicaFetcherThread,
-)
+from kreplica.impl.fetch_state import FETCHING, TRUNCATING, InitialFetchState
 from kreplica.impl.log import Log
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
@@ -33,6 +28,7 @@ from kreplica.impl.messages import (
     OffsetsForLeaderEpochResponse,
     TopicPartition,
 )
+from kreplica.impl.replica_fetcher import ReplicaFetcherThread
 from kreplica.impl.variants import Variant
 
 TP = TopicPartition("t", 0)
