@@ -84,6 +84,20 @@ def test_stale_counterexample_is_removed(spec_dir: Path, tmp_path: Path) -> None
 
 
 @pytest.mark.tlc
+@pytest.mark.parametrize("name", ["Syntax", "BadCfg", "EvalError"])
+def test_a_check_that_did_not_complete_keeps_the_older_counterexample(
+    spec_dir: Path, tmp_path: Path, name: str
+) -> None:
+    """A parse error, a bad config or an evaluation error says nothing about whether the config
+    still violates: the counterexample of an earlier run stays."""
+    older = tmp_path / f"{name}.itf.json"
+    older.write_text('{"older": "run"}')
+    result = check("--spec-dir", str(spec_dir), "--config", name, "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert older.read_text() == '{"older": "run"}'
+
+
+@pytest.mark.tlc
 def test_other_verdicts(spec_dir: Path, tmp_path: Path) -> None:
     """Temporal properties and assumptions can be expected too."""
     names = ["--config", "Liveness", "--config", "Assume", "--config", "Values"]
@@ -156,16 +170,21 @@ def test_eval_error_and_unexpected_together(spec_dir: Path, tmp_path: Path) -> N
     assert lines[1].startswith("kreplica: CounterSurprise: expected ok")
 
 
-@pytest.mark.tlc
-def test_unwritable_output(spec_dir: Path, tmp_path: Path) -> None:
-    """An output path that cannot be written is one line, exit 2."""
+@pytest.mark.parametrize("option", ["--out", "--report", "--json"])
+def test_an_unwritable_output_is_one_line_before_any_checking(
+    spec_dir: Path, tmp_path: Path, option: str
+) -> None:
+    """An output path that cannot be written is one line, exit 2, and nothing is checked: no
+    table on stdout (a long run would otherwise end with its results lost)."""
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = check(
-        "--spec-dir", str(spec_dir), "--config", "CounterBug", "--out", str(blocker / "ce")
-    )
+    where = ["--out", str(tmp_path / "ce")] if option != "--out" else []
+    args = [*where, option, str(blocker / "x")]
+    result = check("--spec-dir", str(spec_dir), "--config", "CounterBug", *args)
     assert result.exit_code == 2
-    assert one_error_line(result) == f"kreplica: error: cannot write {blocker}/ce: Not a directory"
+    assert one_error_line(result).startswith("kreplica: error: cannot write ")
+    assert one_error_line(result).endswith(f"{blocker / 'x'}: {blocker} is not a directory")
+    assert result.stdout == ""
 
 
 @pytest.mark.parametrize("how", ["option", "env"])

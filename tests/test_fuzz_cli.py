@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -77,10 +78,30 @@ def test_an_out_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
     assert "Invalid value for '--out'" in one_error_line(result)
 
 
-def test_an_unwritable_out_is_one_line(tmp_path: Path) -> None:
+def test_an_unwritable_out_is_one_line_before_the_campaign(tmp_path: Path) -> None:
+    """The campaign does not start: stdout stays empty (no summary of runs that never were)."""
     blocker = tmp_path / "file"
     blocker.write_text("")
     args = ["--variant", "acks=1", "--examples", "300", "--steps", "40", "--seed", "1"]
     result = fuzz(*args, "--out", str(blocker / "sub"))
     assert result.exit_code == 2
-    assert one_error_line(result).startswith("kreplica: error: cannot write")
+    assert one_error_line(result) == (
+        f"kreplica: error: cannot write failures to {blocker / 'sub'}: {blocker} is not a directory"
+    )
+    assert result.stdout == ""
+
+
+def test_a_failure_that_cannot_be_saved_is_still_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fills up during the campaign: the violation found is printed, then the one
+    line saying why it was not saved, and exit 2."""
+
+    def no_space(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out"))
+
+    monkeypatch.setattr("kreplica.conformance.cli.fuzz.save_failure", no_space)
+    result = fuzz("--bug", "early-ack", "--no-unclean", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    assert "AckedRecordsNeverLost" in result.stdout
+    assert one_error_line(result).endswith(": No space left on device")

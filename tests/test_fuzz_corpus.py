@@ -80,19 +80,39 @@ def test_the_failing_run_is_recorded_with_its_violation_and_shrinking_is_not(
     assert all("violation" not in t.meta for t in found[:-1])
 
 
-def test_a_partial_last_line_is_cut_off_and_earlier_lines_survive(tmp_path: Path) -> None:
-    """A crash in the middle of a write leaves a partial line; the next writer repairs it."""
+def test_a_partial_last_line_is_set_aside_and_earlier_lines_survive(tmp_path: Path) -> None:
+    """A crash in the middle of a write leaves a partial line; the next writer moves it to
+    <file>.partial (nothing is lost) and appends after the whole lines."""
     corpus = tmp_path / "runs.jsonl"
     with CorpusWriter(corpus) as writer:
         run_fuzz(FuzzSetup(), examples=3, max_steps=10, corpus=writer)
     complete = corpus.read_bytes()
+    half = complete.splitlines()[0][:200]
     with corpus.open("ab") as handle:
-        handle.write(complete.splitlines()[0][:200])  # the crash: half a trace, no newline
+        handle.write(half)  # the crash: half a trace, no newline
     with CorpusWriter(corpus) as writer:
         assert writer.repaired == 200
+        assert writer.set_aside == tmp_path / "runs.jsonl.partial"
         run_fuzz(FuzzSetup(), examples=2, max_steps=10, seed_value=9, corpus=writer)
     assert corpus.read_bytes().startswith(complete)
     assert len(traces(corpus)) == len(complete.splitlines()) + writer.written
+    assert (tmp_path / "runs.jsonl.partial").read_bytes() == half + b"\n"
+
+
+def test_a_whole_last_line_without_newline_is_kept(tmp_path: Path) -> None:
+    """A corpus whose last trace lacks only its newline (hand-made, another tool) loses nothing:
+    the line is ended and new traces follow it."""
+    corpus = tmp_path / "runs.jsonl"
+    with CorpusWriter(corpus) as writer:
+        run_fuzz(FuzzSetup(), examples=2, max_steps=10, corpus=writer)
+    before = corpus.read_bytes()
+    corpus.write_bytes(before.rstrip(b"\n"))
+    with CorpusWriter(corpus) as writer:
+        assert writer.repaired == 0 and writer.set_aside is None
+        run_fuzz(FuzzSetup(), examples=1, max_steps=10, seed_value=3, corpus=writer)
+    assert corpus.read_bytes().startswith(before)
+    assert len(traces(corpus)) == len(before.splitlines()) + writer.written
+    assert not (tmp_path / "runs.jsonl.partial").exists()
 
 
 def test_each_line_is_written_and_flushed_at_once(tmp_path: Path) -> None:
@@ -154,3 +174,12 @@ def test_only_the_chosen_faults_happen(tmp_path: Path) -> None:
     actions = {s.action for t in traces(corpus) for s in t.states}
     assert "ControllerElectLeader" in actions
     assert not actions & {"Crash", "UncleanShutdown", "Restart"}
+
+
+def test_the_cli_says_where_a_partial_last_line_went(tmp_path: Path) -> None:
+    corpus = tmp_path / "runs.jsonl"
+    corpus.write_bytes(b'{"vars": ["log"], "sta')
+    result = fuzz("--examples", "1", "--steps", "5", "--corpus", str(corpus))
+    assert result.exit_code == 0, result.output
+    assert f"it was moved to {corpus}.partial" in result.stderr
+    assert (tmp_path / "runs.jsonl.partial").read_bytes() == b'{"vars": ["log"], "sta\n'

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kreplica.conformance.cli.outputs import check_output_dir, check_output_file
 from kreplica.conformance.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -197,7 +198,9 @@ def _run_all(
 
 
 def _write_counterexamples(rows: Sequence[CheckRow], out: Path, checker: str) -> None:
-    """Write `<out>/<Config>.itf.json` for each violation; remove stale ones of passing configs."""
+    """Write `<out>/<Config>.itf.json` for each violation. An older counterexample is removed only
+    when a completed check shows that its config no longer violates anything (verdict ok): a
+    spec that does not parse, a TLC crash or a time limit says nothing about it, so it stays."""
     for row in rows:
         path = out / f"{row.config.name}.itf.json"
         meta = {
@@ -211,7 +214,7 @@ def _write_counterexamples(rows: Sequence[CheckRow], out: Path, checker: str) ->
         if trace is not None and row.result.outcome.verdict in _TRACE_VERDICTS:
             write_trace(path, trace)
             row.counterexample = path
-        elif row.result.outcome.verdict != Verdict.TIMEOUT:
+        elif row.result.outcome.verdict == Verdict.OK:
             path.unlink(missing_ok=True)
 
 
@@ -398,6 +401,10 @@ def check(
     """Model-check the spec's configs; compare each verdict with the expected one."""
     directory = resolve_spec_dir(spec_dir)
     configs = select_configs(directory, suite, names)
+    check_output_dir(out, "counterexamples to")
+    for path, what in ((report, "the report"), (json_path, "the JSON results")):
+        if path is not None:
+            check_output_file(path, what)
     _check_modules(configs)
     if checker == "apalache":
         runner = _apalache_runner(time_limit)

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from kreplica.conformance.cli.outputs import check_output_dir
 from kreplica.conformance.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, CheckerError
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
@@ -188,6 +189,7 @@ def conform_command(
     that differ from every successor the spec allows.
     """
     spec = resolve_spec_dir(spec_dir)
+    check_output_dir(out, "results to")
     params = _params(variants, bugs, min_isr, fetch_max_records)
     tlc = TlcOptions(
         java=find_java(java),

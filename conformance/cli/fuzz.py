@@ -17,6 +17,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from kreplica.conformance.cli.outputs import check_output_dir
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
 from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz, save_failure
 from kreplica.conformance.fuzz.campaign import summary_lines as fuzz_summary
@@ -225,14 +226,17 @@ def fuzz(
     """Fuzz the implementation with Hypothesis; check the spec's invariants after every step."""
     on = (faults, unclean, network_faults)
     setup = build_setup(assignments, bugs, replicas, on, max_faults, invariants, only_faults)
+    check_output_dir(out, "failures to")
     display = FuzzProgress(examples, f"fuzz {setup.variant.label()}")
     with _corpus(corpus) as writer, display.shown():
         result = run_fuzz(setup, examples, steps, seed, display.update, shrink, writer, time_limit)
-    paths = _save(result, out)
+    paths, unsaved = _save(result, out)
     lines = fuzz_summary(result, paths)
     if writer is not None:
         lines.append(f"corpus: {writer.written:,} traces appended to {writer.path}")
     Console(highlight=False, soft_wrap=True).print("\n".join(lines))
+    if unsaved is not None:  # the finding is shown above; saving it is what failed
+        raise unsaved
     return EXIT_OK if result.failure is None else EXIT_UNEXPECTED
 
 
@@ -243,15 +247,22 @@ def _corpus(path: Path | None) -> Iterator[CorpusWriter | None]:
         yield None
         return
     with CorpusWriter(path) as writer:
+        if writer.set_aside is not None:
+            click.echo(
+                f"kreplica: note: {path} ended in a partial line ({writer.repaired} bytes, a "
+                f"write that was interrupted); it was moved to {writer.set_aside}",
+                err=True,
+            )
         yield writer
 
 
-def _save(result: FuzzResult, out: Path) -> tuple[Path, ...]:
-    """Write the failure's trace and schedule; a KreplicaError if they cannot be written."""
+def _save(result: FuzzResult, out: Path) -> tuple[tuple[Path, ...], KreplicaError | None]:
+    """Write the failure's trace and schedule: the paths written, or the error that stopped
+    them (raised by the caller once the finding has been shown)."""
     if result.failure is None:
-        return ()
+        return (), None
     try:
-        return save_failure(result, out)
+        return save_failure(result, out), None
     except OSError as err:
         where = f" {err.filename}" if err.filename else ""
-        raise KreplicaError(f"cannot write{where}: {err.strerror or err}") from None
+        return (), KreplicaError(f"cannot write{where}: {err.strerror or err}")

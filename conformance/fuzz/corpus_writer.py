@@ -2,10 +2,11 @@
 
 `CorpusWriter(path)` opens (or creates) the file for appending; `append(trace)` writes the
 trace as one line of compact JSON with a single `write` (the file is opened O_APPEND), so a
-crash loses at most the line being written and never touches the lines before it. A file that
-a crash left with a partial last line is repaired when it is opened again: that line is cut
-off (it never held a whole trace), so the new lines start cleanly. `itf.iter_jsonl_traces`
-reads the result.
+crash loses at most the line being written and never touches the lines before it. A file whose
+last line has no newline is mended when it is opened again, and nothing in it is lost: a last
+line that is a whole JSON value (written by hand or by another tool) gets its newline; a partial
+one (a write a crash interrupted) is moved to `<file>.partial`, so the new lines start cleanly.
+`itf.iter_jsonl_traces` reads the result.
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ def _complete_length(fd: int) -> int:
     return 0
 
 
+def _is_json(data: bytes) -> bool:
+    """Whether `data` is one whole JSON value (a line that only lacks its newline)."""
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 class CorpusWriter:
     """Appends ITF traces to a JSON-lines file, one flushed line each."""
 
@@ -53,7 +63,9 @@ class CorpusWriter:
         self.path = path
         self.written = 0
         self.repaired = 0
-        """Bytes of a partial last line cut off when the file was opened."""
+        """Bytes of a partial last line moved to `set_aside` when the file was opened."""
+        self.set_aside: Path | None = None
+        """Where a partial last line went (None: there was none)."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
@@ -66,12 +78,23 @@ class CorpusWriter:
             raise _oserror(path, err) from None
 
     def _repair(self) -> None:
-        """Cut off a partial last line (a write a crash interrupted)."""
+        """Mend a last line without a newline: end a whole JSON value with one; move a partial
+        line (a write a crash interrupted) to `<file>.partial` and cut it off."""
         end = os.lseek(self._fd, 0, os.SEEK_END)
         complete = _complete_length(self._fd)
-        if complete < end:
-            os.ftruncate(self._fd, complete)
-            self.repaired = end - complete
+        if complete == end:
+            return
+        tail = os.pread(self._fd, end - complete, complete)
+        if _is_json(tail):
+            os.write(self._fd, b"\n")
+            return
+        self.set_aside = self.path.with_name(self.path.name + ".partial")
+        with self.set_aside.open("ab") as aside:
+            aside.write(tail + b"\n")
+            aside.flush()
+            os.fsync(aside.fileno())
+        os.ftruncate(self._fd, complete)
+        self.repaired = end - complete
 
     def append(self, trace: ItfTrace) -> None:
         """Write one trace as one line; CorpusError if it cannot be written."""
