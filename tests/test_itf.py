@@ -22,6 +22,7 @@ from kreplica.conformance.tla.itf import (
     from_itf,
     iter_jsonl_traces,
     lift_action,
+    printable,
     read_trace,
     to_itf,
     write_text_atomic,
@@ -254,3 +255,24 @@ def test_atomic_write_gives_the_usual_file_mode(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("depth", [990, 10_000])
+def test_json_nested_too_deeply_is_a_trace_error_not_a_recursion_error(
+    tmp_path: Path, depth: int
+) -> None:
+    """However deep, a trace's nesting is one TraceError naming the file, never a traceback."""
+    text = json.dumps(GOOD).replace("1}", "[" * depth + "]" * depth + "}")
+    path = _write(tmp_path, text)
+    with pytest.raises(TraceError, match="nested too deeply") as err:
+        read_trace(path)
+    assert str(err.value).startswith(str(path))
+
+
+def test_printable_escapes_control_characters_and_bytes_that_are_not_utf8() -> None:
+    """File names and reasons are written with backslash escapes where a terminal, Parquet or
+    XML cannot take them; ordinary text (accents included) is left alone."""
+    name = os.fsdecode(b"dir/bad\xffname\x01\x1b[31m.itf.json")
+    assert printable(name) == "dir/bad\\xffname\\x01\\x1b[31m.itf.json"
+    assert printable("caf\u00e9 \u2028 ok") == "caf\u00e9 \u2028 ok"
+    assert printable("a\x00b\ud800") == "a\\x00b\\ud800"

@@ -18,17 +18,19 @@ from kreplica.conformance.bridge.replay import (
 )
 from kreplica.conformance.bridge.schedule import variant_from_json
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
-from kreplica.conformance.tla.itf import ItfTrace, read_trace
+from kreplica.conformance.tla.itf import ItfTrace, printable, read_trace
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.vocabulary import VARIABLES
+from kreplica.conformance.validate.shapes import ShapeError, check_shapes
 from kreplica.impl.variants import VariantError, parse_variant
 
 EPILOG = """\b
 Exit codes:
   0  the implementation conforms: every step reproduced, every state equal
   1  it does not: the first step that differs is reported
-  2  bad input: a missing, truncated or non-ITF trace, an unknown action or
-     variable, an unknown variant or bug
+  2  bad input: a missing, truncated or non-ITF trace (or one nested too
+     deeply), an unknown action or variable, a value of another type than the
+     spec's, an unknown variant or bug
 """
 
 
@@ -40,6 +42,10 @@ def check_vocabulary(trace: ItfTrace) -> None:
     for i, state in enumerate(trace.states):
         if i > 0 and state.action not in SPEC_ACTIONS:
             raise TraceError(f"state {i}: unknown action {state.action!r}")
+    try:  # a value of another type than the spec's is bad input, not a difference
+        check_shapes(trace)
+    except ShapeError as err:
+        raise TraceError(str(err)) from None
 
 
 def choose_setup(
@@ -122,7 +128,10 @@ def replay_command(
     protocol is used.
     """
     trace = read_trace(trace_path)
-    check_vocabulary(trace)
+    try:
+        check_vocabulary(trace)
+    except TraceError as err:
+        raise TraceError(f"{printable(str(trace_path))}: {err}") from None
     setup = choose_setup(trace, resolve_spec_dir(spec_dir), variants, bugs)
     result = replay(trace, setup)
     report(result, Console(highlight=False))

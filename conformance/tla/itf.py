@@ -33,6 +33,28 @@ ITF_FORMAT_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 ACTION_VAR = "action"
 MAX_SAFE_INT = 2**53 - 1
 _BIGINT = re.compile(r"-?[0-9]+")
+TOO_DEEP = "nested too deeply"
+"""The complaint about JSON nested deeper than Python's recursion allows (a trace's values
+are a few levels deep; the Java reader refuses more than 1,000)."""
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def printable(text: str) -> str:
+    """`text` with what a terminal, a Parquet string or an XML document cannot hold written
+    as a backslash escape: control characters, and the bytes of a file name that are not
+    UTF-8 (which Python holds as lone surrogates, `os.fsdecode`), as `\\xff`."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    """One unprintable character as a backslash escape."""
+    code = ord(found.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a non-UTF-8 file name (surrogateescape)
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 # ---------------------------------------------------------------- values
@@ -224,6 +246,14 @@ def build_trace(
 
 def decode_trace(obj: Any, source: str = "trace") -> ItfTrace:
     """Validate and decode an ITF JSON object; errors name `source`."""
+    try:
+        return _decode_trace(obj, source)
+    except RecursionError:
+        raise TraceError(f"{source}: {TOO_DEEP}") from None
+
+
+def _decode_trace(obj: Any, source: str) -> ItfTrace:
+    """`decode_trace`, which may recurse too deeply."""
     if not isinstance(obj, dict):
         raise TraceError(f"{source}: not an ITF trace: expected a JSON object")
     meta = _optional(obj, "#meta", dict, source) or {}
@@ -336,18 +366,20 @@ def write_trace(path: Path, trace: ItfTrace) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """Read a JSON file, turning every failure into one clear TraceError."""
+    """Read a JSON file, turning every failure into one clear TraceError (which names the
+    file with its unprintable characters escaped: `printable`)."""
+    name = printable(str(path))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
+        raise TraceError(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, not a trace file") from None
+        raise TraceError(f"{name}: is a directory, not a trace file") from None
     except UnicodeDecodeError:
-        raise TraceError(f"{path}: not UTF-8 text") from None
+        raise TraceError(f"{name}: not UTF-8 text") from None
     except OSError as err:
-        raise TraceError(f"{path}: cannot read: {err.strerror}") from None
-    return loads_json(text, str(path))
+        raise TraceError(f"{name}: cannot read: {err.strerror}") from None
+    return loads_json(text, name)
 
 
 def loads_json(text: str, source: str) -> Any:
@@ -356,27 +388,31 @@ def loads_json(text: str, source: str) -> Any:
         raise TraceError(f"{source}: empty file, expected an ITF trace")
     try:
         return json.loads(text)
+    except RecursionError:
+        raise TraceError(f"{source}: {TOO_DEEP}") from None
     except json.JSONDecodeError as err:
         if err.pos >= len(text.rstrip()):
             raise TraceError(f"{source}: truncated JSON (it ends inside a value)") from None
+        what = err.msg.removesuffix(" at")  # "Invalid control character at"
         raise TraceError(
-            f"{source}: not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+            f"{source}: not valid JSON: {what} at line {err.lineno}, column {err.colno}"
         ) from None
 
 
 def read_trace(path: Path) -> ItfTrace:
     """Read and validate one ITF trace file."""
-    return decode_trace(read_json(path), str(path))
+    return decode_trace(read_json(path), printable(str(path)))
 
 
 def iter_jsonl_traces(path: Path) -> Iterator[ItfTrace]:
     """Read a JSON-lines corpus: one ITF trace per non-empty line."""
+    name = printable(str(path))
     try:
         handle = path.open(encoding="utf-8")
     except OSError as err:
-        raise TraceError(f"{path}: cannot read: {err.strerror}") from None
+        raise TraceError(f"{name}: cannot read: {err.strerror}") from None
     with handle:
         for lineno, line in enumerate(handle, start=1):
             if line.strip():
-                source = f"{path}:{lineno}"
+                source = f"{name}:{lineno}"
                 yield decode_trace(loads_json(line, source), source)

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from kreplica.conformance.tla.itf import printable
 from kreplica.conformance.validate.tracecheck import CONFORMS, ERROR, VIOLATES
 
 COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
@@ -107,15 +108,16 @@ def summarise(path: Path, keep: int = 10) -> Summary:
 
 
 def _testcase(row: dict[str, Any]) -> str:
-    """One <testcase> element for a result row."""
-    name = quoteattr(str(row["trace_id"]))
+    """One <testcase> element for a result row (what XML cannot hold, such as control
+    characters, written as backslash escapes: `sources.printable`)."""
+    name = quoteattr(printable(str(row["trace_id"])))
     head = f'  <testcase classname="kreplica.conform" name={name} time="{row["seconds"]:.3f}"'
     if row["verdict"] == CONFORMS:
         return head + "/>\n"
     kind = "failure" if row["verdict"] == VIOLATES else "error"
     where = f"step {row['step']} {row['action']} {row['args']}" if row["step"] is not None else ""
-    message = quoteattr(f"{where}: {row['reason']}" if where else str(row["reason"]))
-    body = escape(row["diff"] or row["reason"] or "")
+    message = quoteattr(printable(f"{where}: {row['reason']}" if where else str(row["reason"])))
+    body = escape(printable(row["diff"] or row["reason"] or ""))
     return f"{head}>\n    <{kind} message={message}>{body}</{kind}>\n  </testcase>\n"
 
 

@@ -20,6 +20,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from kreplica.conformance.errors import TraceError
+from kreplica.conformance.tla.itf import printable
 
 CORPUS_SUFFIXES = (".jsonl", ".ndjson")
 TRACE_SUFFIXES = (".json",)
@@ -28,6 +29,25 @@ SAMPLE_BYTES = 1 << 20
 READ_BYTES = 1 << 22
 
 Item = tuple[str, str]
+
+UNREADABLE = "\x00\x00kreplica-unreadable\x00"
+"""Starts the text of an item that could not be read (no JSON text starts so); the rest says
+why, and the checker makes it the item's error row (`tracecheck.prepare`)."""
+
+
+def _unreadable(why: str) -> str:
+    """The text of an item that could not be read."""
+    return UNREADABLE + why
+
+
+def _decoded(raw: bytes) -> str:
+    """UTF-8 bytes as text, or an unreadable item saying where they are not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return _unreadable(
+            f"not UTF-8 text: byte 0x{raw[err.start]:02x} at offset {err.start} ({err.reason})"
+        )
 
 
 def is_corpus(name: str) -> bool:
@@ -57,9 +77,10 @@ def local_files(paths: Sequence[str]) -> list[Path]:
         elif path.is_file():
             found.append(path)
         else:
-            raise TraceError(f"{text}: no such file or directory")
+            raise TraceError(f"{printable(text)}: no such file or directory")
     if not found:
-        raise TraceError(f"no trace files (*.json, *.jsonl) under {', '.join(paths)}")
+        named = ", ".join(printable(p) for p in paths)
+        raise TraceError(f"no trace files (*.json, *.jsonl) under {named}")
     return found
 
 
@@ -95,20 +116,20 @@ def read_piece(piece: Piece) -> Iterator[Item]:
     """The traces of one piece, read lazily; an unreadable file is one item saying why."""
     if isinstance(piece, Whole):
         for path in piece.paths:
-            yield path, _read_whole(path)
+            yield printable(path), _read_whole(path)
         return
     try:
         yield from _read_lines(piece)
     except OSError as err:
-        yield piece.path, f"<unreadable: {err.strerror}>"
+        yield printable(piece.path), _unreadable(f"cannot read: {err.strerror}")
 
 
 def _read_whole(path: str) -> str:
-    """A whole file's text, or a marker that is not JSON when it cannot be read."""
+    """A whole file's text, or an unreadable item when it cannot be read."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        return _decoded(Path(path).read_bytes())
     except OSError as err:
-        return f"<unreadable: {err.strerror}>"
+        return _unreadable(f"cannot read: {err.strerror}")
 
 
 def _read_lines(share: Lines) -> Iterator[Item]:
@@ -123,7 +144,7 @@ def _read_lines(share: Lines) -> Iterator[Item]:
             if not line:
                 return
             if line.strip():
-                yield f"{share.path}:{number}", line.decode("utf-8", errors="replace")
+                yield f"{printable(share.path)}:{number}", _decoded(line)
             position, number = position + len(line), number + 1
 
 

@@ -40,6 +40,7 @@ from kreplica.conformance.tla.itf import ItfTrace, decode_trace
 from kreplica.conformance.tla.tlavalue import Map, ModelValue, Record, Value, is_identifier
 from kreplica.conformance.tla.tlc import find_tla2tools
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
+from kreplica.conformance.validate.shapes import shape_table
 
 MODULE = "TraceData"
 AGREEMENT_MODULE = "TraceAgreement"
@@ -251,6 +252,10 @@ class _Decoder:
             self.take(self.count())
             for _ in range(self.count()):
                 self.take(self.count())
+        if self.data[self.pos : self.pos + 1] == b"Y":  # the shapes
+            self.pos += 1
+            for _ in range(2 * self.count()):
+                self.take(self.count())
 
     def json_trace(self) -> Value:
         """A trace as ITF JSON text ('J'), as `trace_value` gives it (the Java reader may keep
@@ -330,8 +335,9 @@ def json_blob(text: str) -> bytes:
     return bytes(blob) + raw
 
 
-def _vocabulary() -> bytes:
-    """The spec's variables and actions ('V'), which JSON traces are held to."""
+def _vocabulary(shapes: bool) -> bytes:
+    """The spec's variables and actions ('V') and their shapes ('Y', `shapes.shape_table`),
+    which JSON traces are held to."""
     out = bytearray(b"V")
 
     def put(text: str) -> None:
@@ -348,25 +354,36 @@ def _vocabulary() -> bytes:
         _varint(out, len(args))
         for arg in sorted(args):
             put(arg)
+    if not shapes:
+        return bytes(out)
+    table = shape_table()
+    out += b"Y"
+    _varint(out, len(table))
+    for key, shape in table:
+        put(key)
+        put(shape)
     return bytes(out)
 
 
-def join_traces(blobs: Sequence[bytes]) -> bytes:
+def join_traces(blobs: Sequence[bytes], shapes: bool = False) -> bytes:
     """A data file whose TraceLog is the tuple of the traces `json_blob` encoded, with the
-    vocabulary they are held to."""
+    vocabulary they are held to, and with `shapes` the shapes of their values too (the
+    checker's batches: `tracecheck.write_batch`)."""
     head = bytearray(MAGIC)
     _varint(head, 0)
-    head += _vocabulary()
+    head += _vocabulary(shapes)
     head += b"T"
     _varint(head, len(blobs))
     return bytes(head) + b"".join(blobs)
 
 
-def install_blobs(workdir: Path, blobs: Sequence[bytes], reader_dir: Path) -> Path:
+def install_blobs(
+    workdir: Path, blobs: Sequence[bytes], reader_dir: Path, shapes: bool = False
+) -> Path:
     """`install`, for traces already encoded by `encode_json_trace`."""
     (workdir / f"{MODULE}.tla").write_text(STUB_MODULE, encoding="utf-8")
     data = workdir / DATA_FILE
-    data.write_bytes(join_traces(blobs))
+    data.write_bytes(join_traces(blobs, shapes))
     for path in class_files(reader_dir):
         shutil.copyfile(path, workdir / path.name)
     return data

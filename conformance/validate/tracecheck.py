@@ -23,13 +23,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kreplica.conformance.errors import KreplicaError
-from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, to_itf
+from kreplica.conformance.errors import KreplicaError, TraceError
+from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, printable, to_itf
 from kreplica.conformance.tla.tlavalue import Value, format_value, parse_value
 from kreplica.conformance.tla.tlc import TlcOptions, run_tlc
 from kreplica.conformance.tla.tlc_output import TlcResult, Verdict
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
 from kreplica.conformance.validate import tlcdata
+from kreplica.conformance.validate.shapes import ShapeError, check_shapes
+from kreplica.conformance.validate.sources import UNREADABLE
 from kreplica.impl.variants import Variant
 
 TRACE_MODULE = "KafkaReplicationTrace"
@@ -99,15 +101,57 @@ class Prepared:
 
 
 class TraceInputError(KreplicaError):
-    """A trace that cannot be checked: malformed, or naming something the spec does not have."""
+    """A trace that cannot be checked: malformed, or naming something the spec does not have;
+    with the step and the variable, when the problem is in one."""
+
+    def __init__(
+        self, message: str, step: int | None = None, variables: Sequence[str] = ()
+    ) -> None:
+        """The message, and where in the trace, when known."""
+        super().__init__(message)
+        self.step = step
+        self.variables = list(variables)
 
 
 # ---------------------------------------------------------------- reading and rendering
 
 
 def load(trace_id: str, text: str) -> ItfTrace:
-    """Decode one ITF trace from JSON text (TraceError on malformed input)."""
-    return decode_trace(loads_json(text, trace_id), trace_id)
+    """Decode one ITF trace from JSON text (TraceError on malformed input; TraceInputError,
+    with the step and the variable, when the JSON is malformed inside a state's variable)."""
+    try:
+        obj = loads_json(text, trace_id)
+    except TraceError as err:
+        step, variable = _malformed_at(text)
+        if step is None:
+            raise
+        where = f"step {step}" + (f", variable {variable!r}" if variable else "")
+        raise TraceInputError(f"{err} ({where})", step, [variable] if variable else []) from None
+    return decode_trace(obj, trace_id)
+
+
+_STATE_INDEX = re.compile(r'"#meta"\s*:\s*\{\s*"index"\s*:\s*([0-9]+)')
+_VARIABLE_KEY = re.compile(r'"(' + "|".join(VARIABLES) + r')"\s*:')
+
+
+def _malformed_at(text: str) -> tuple[int | None, str | None]:
+    """Where malformed JSON text goes wrong, when it does so in a state written as ours are
+    (`#meta` with its index first): the step, and the variable whose value holds the spot
+    (None when it is in the #meta); (None, None) when that cannot be told."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as err:
+        head = text[: err.pos]
+    except (RecursionError, ValueError):
+        return None, None
+    else:
+        return None, None
+    states = list(_STATE_INDEX.finditer(head))
+    if not states:
+        return None, None
+    last = states[-1]
+    keys = list(_VARIABLE_KEY.finditer(head, last.end()))
+    return int(last.group(1)), keys[-1].group(1) if keys else None
 
 
 def _check_vocabulary(trace: ItfTrace, trace_id: str) -> None:
@@ -119,22 +163,30 @@ def _check_vocabulary(trace: ItfTrace, trace_id: str) -> None:
         raise TraceInputError(f"{trace_id}: the trace has no states")
     for index, state in enumerate(trace.states[1:], start=1):
         if state.action not in ACTION_ARGS:
-            raise TraceInputError(f"{trace_id}: step {index}: unknown action {state.action!r}")
+            raise TraceInputError(
+                f"{trace_id}: step {index}: unknown action {state.action!r}", index
+            )
         if set(state.args) != ACTION_ARGS[state.action]:
             expected = ", ".join(sorted(ACTION_ARGS[state.action]))
             raise TraceInputError(
                 f"{trace_id}: step {index}: {state.action} takes arguments {expected}, "
-                f"got {', '.join(sorted(state.args)) or 'none'}"
+                f"got {', '.join(sorted(state.args)) or 'none'}",
+                index,
             )
+    try:
+        check_shapes(trace)
+    except ShapeError as err:
+        where = [err.name] if err.name else []
+        raise TraceInputError(f"{trace_id}: {err}", err.step, where) from None
 
 
 def replicas_of(trace: ItfTrace) -> int:
     """The number of replicas: the length of a per-replica variable in the first state."""
     for name in ("hw", "log", "leader", "alive"):
         value = trace.states[0].values.get(name)
-        if isinstance(value, tuple):
-            return len(value)
-        if isinstance(value, frozenset):
+        if isinstance(value, tuple | frozenset):
+            if not value:
+                raise TraceInputError(f"step 0: variable {name!r} is empty: no replicas", 0, [name])
             return len(value)
     raise TraceInputError("cannot tell the number of replicas: no hw, log, leader or alive")
 
@@ -178,7 +230,11 @@ def prepare(trace_id: str, text: str, fast: bool = False) -> Prepared:
     `fast` (for the Java reader): leave the JSON to the reader, which decodes it, checks its
     names and counts its events much faster than Python; only the number of replicas is read
     here, from the first state's `hw`. A trace the reader refuses is read here again
-    (`full_prepare`), for the precise complaint."""
+    (`full_prepare`), for the precise complaint.
+
+    Text that `sources` could not read (not UTF-8, an I/O error) is refused here, saying why."""
+    if text.startswith(UNREADABLE):
+        raise TraceInputError(f"{trace_id}: {text[len(UNREADABLE) :]}")
     if fast:
         replicas = _replicas_in_text(text)
         if replicas is not None:
@@ -188,9 +244,15 @@ def prepare(trace_id: str, text: str, fast: bool = False) -> Prepared:
 
 def full_prepare(trace_id: str, text: str) -> Prepared:
     """`prepare`, decoding the whole trace in Python."""
+    if text.startswith(UNREADABLE):
+        raise TraceInputError(f"{trace_id}: {text[len(UNREADABLE) :]}")
     trace = load(trace_id, text)
     _check_vocabulary(trace, trace_id)
-    return Prepared(trace_id, replicas_of(trace), len(trace.states) - 1, text, trace)
+    try:
+        replicas = replicas_of(trace)
+    except TraceInputError as err:
+        raise TraceInputError(f"{trace_id}: {err}", err.step, err.variables) from None
+    return Prepared(trace_id, replicas, len(trace.states) - 1, text, trace)
 
 
 _FIRST_HW = re.compile(r'"hw"\s*:\s*\[([-0-9,\s]*)\]')
@@ -251,7 +313,8 @@ def write_batch(
     for name in SPEC_MODULES:
         shutil.copyfile(spec_dir / f"{name}.tla", workdir / f"{name}.tla")
     if reader is not None:
-        tlcdata.install_blobs(workdir, [tlcdata.json_blob(p.text) for p in traces], reader)
+        blobs = [tlcdata.json_blob(p.text) for p in traces]
+        tlcdata.install_blobs(workdir, blobs, reader, shapes=True)
         return workdir / f"{TRACE_MODULE}.tla"
     body = ",\n".join(render(p.trace) for p in traces)
     (workdir / f"{DATA_MODULE}.tla").write_text(
@@ -346,11 +409,20 @@ def run_batch(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+_JAVA_OVERRIDE = re.compile(
+    r"Attempted to apply the operator overridden by the Java method .*?"
+    r"but it produced the following error:\s*",
+    re.DOTALL,
+)
+"""TLC's wrapping of an error raised in a Java override: the Java signature says nothing."""
+
+
 def _tlc_failed(result: TlcResult) -> str | None:
     """Why a TLC run gave no usable verdict, or None when it finished normally."""
     if result.outcome.verdict == Verdict.OK:
         return None
-    return f"TLC {result.outcome.verdict}: {result.message}".strip().rstrip(":")
+    message = _JAVA_OVERRIDE.sub("", result.message)
+    return f"TLC {result.outcome.verdict}: {message}".strip().rstrip(":")
 
 
 # ---------------------------------------------------------------- diagnosis
@@ -482,9 +554,35 @@ def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[T
                     p.trace_id, ERROR, p.events, reason=f"diagnosis: {failed}", seconds=seconds
                 )
                 if failed
-                else diagnose(p, n, found, seconds)
+                else _diagnosed(p, n, found, seconds)
             )
     return [results[n] for n in range(1, len(batch) + 1)]
+
+
+def _diagnosed(p: Prepared, number: int, printed: Printed, seconds: float) -> TraceResult:
+    """`diagnose`, or this trace's error row when it cannot be read in Python (the others of
+    the batch keep their verdicts)."""
+    try:
+        return diagnose(p, number, printed, seconds)
+    except Exception as err:  # one trace's problem, its own row says why
+        return _error_row(p, err, _events(p), seconds)
+
+
+def _error_row(
+    p: Prepared, err: BaseException, events: int = 0, seconds: float = 0.0
+) -> TraceResult:
+    """The error row of trace `p` that `err` stopped: why, and where when it is known."""
+    row = TraceResult(p.trace_id, ERROR, events, reason=_own_reason(p, err), seconds=seconds)
+    if isinstance(err, TraceInputError):
+        row.step, row.variables = err.step, err.variables
+    return row
+
+
+def _own_reason(p: Prepared, err: BaseException) -> str:
+    """Why trace `p` could not be checked: its input's complaint, else the failure."""
+    if isinstance(err, KreplicaError):
+        return str(err)
+    return f"{p.trace_id}: internal error: {type(err).__name__}: {err}"
 
 
 def _refused(p: Prepared, why: str, seconds: float) -> TraceResult:
@@ -492,8 +590,8 @@ def _refused(p: Prepared, why: str, seconds: float) -> TraceResult:
     precise, or the reader's."""
     try:
         full = full_prepare(p.trace_id, p.text)
-    except KreplicaError as err:
-        return TraceResult(p.trace_id, ERROR, reason=str(err), seconds=seconds)
+    except Exception as err:  # whatever Python makes of it, it is this trace's
+        return _error_row(p, err, seconds=seconds)
     return TraceResult(
         p.trace_id, ERROR, full.events, reason=f"{p.trace_id}: {why}", seconds=seconds
     )
@@ -504,7 +602,7 @@ def _events(p: Prepared) -> int:
     if p.events == UNKNOWN:
         try:
             p.events = len(p.trace.states) - 1
-        except KreplicaError:
+        except Exception:  # malformed: no events to count
             return 0
     return p.events
 
@@ -529,9 +627,12 @@ def _check_group(
     Timeouts are final: splitting would only spend the time again."""
     try:
         results = check_prepared(batch, settings)
-    except Exception as err:  # no traceback reaches the user: the batch's rows say why
-        reason = f"internal error: {type(err).__name__}: {err}"
-        return [TraceResult(p.trace_id, ERROR, _events(p), reason=reason) for p in batch]
+    except Exception as err:  # no traceback reaches the user: the rows say why
+        if len(batch) > 1:  # whose problem it is shows when the halves run alone
+            half = len(batch) // 2
+            return _check_group(batch[:half], settings) + _check_group(batch[half:], settings)
+        (p,) = batch
+        return [_error_row(p, err, _events(p))]
     if not _batch_failed(results) or "timeout" in results[0].reason:
         return results
     if len(batch) > 1:
@@ -549,12 +650,19 @@ def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> li
     for index, (trace_id, text) in enumerate(items):
         try:
             p = prepare(trace_id, text, fast=settings.reader is not None)
-        except KreplicaError as err:
-            results[index] = TraceResult(trace_id, ERROR, reason=str(err))
+        except Exception as err:  # this trace's own error row
+            results[index] = _error_row(Prepared(trace_id, 0, 0, text), err)
             continue
         groups.setdefault(p.replicas, []).append((index, p))
     for group in groups.values():
         checked = _check_group([p for _, p in group], settings)
         for (index, _), result in zip(group, checked, strict=True):
             results[index] = result
-    return [results[i] for i in sorted(results)]
+    return [_printable(results[i]) for i in sorted(results)]
+
+
+def _printable(result: TraceResult) -> TraceResult:
+    """The row with its id and reason fit for a terminal, Parquet and XML: a trace's own
+    text (a name it gives, a file name that is not UTF-8) cannot break the report."""
+    result.trace_id, result.reason = printable(result.trace_id), printable(result.reason)
+    return result

@@ -28,6 +28,9 @@
  * to (a string is len and UTF-8 bytes):
  *   'V' n, n strings             the spec's variables, in the spec's order
  *       m, m x (string, k, k strings)   each action and its argument names
+ *       ['Y' s, s x (key, shape)]       optional: the shapes of the variables (key: the
+ *                                       name) and of the arguments ("Action.argument"),
+ *                                       as TraceDataJson.Shape parses them
  * The file ends right after TraceLog.
  *
  * For each JSON trace it prints a line as PrintT would, numbered by the trace's place in the
@@ -148,8 +151,18 @@ public final class TraceData {
 
     /** `text` as a TLA+ string literal. */
     static String quote(String text) {
-        return "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"")
-                .replace("\n", " ") + "\"";
+        StringBuilder out = new StringBuilder("\"");
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == '\\' || c == '"') {
+                out.append('\\').append(c);
+            } else if (c < 0x20 || c == 0x7f) {
+                out.append(' '); // TLC's output is read line by line: nothing unprintable
+            } else {
+                out.append(c);
+            }
+        }
+        return out.append('"').toString();
     }
 
     private static final class Reader {
@@ -200,6 +213,13 @@ public final class TraceData {
                 actions.put(action, args);
             }
             vocabulary = new TraceDataJson.Vocabulary(variables, actions);
+            if (pos < data.length && data[pos] == 'Y') {
+                pos++;
+                for (int n = count(), i = 0; i < n; i++) {
+                    String key = rawString();
+                    vocabulary.shapes.put(key, TraceDataJson.Shape.parse(rawString()));
+                }
+            }
         }
 
         String rawString() {
@@ -222,10 +242,16 @@ public final class TraceData {
                 System.out.println("<<\"kreplica-events\", " + number + ", " + trace.events + ">>");
                 return trace.value;
             } catch (TraceDataJson.Invalid e) {
-                System.out.println("<<\"kreplica-invalid\", " + number + ", "
-                        + quote(e.getMessage()) + ">>");
-                return NEVER_CONFORMS;
+                return refused(number, e.getMessage());
+            } catch (RuntimeException | StackOverflowError e) { // this trace's, not the batch's
+                return refused(number, "the reader failed on it: " + e);
             }
+        }
+
+        /** Say that trace `number` is refused, and why; the value standing for it. */
+        private static Value refused(int number, String why) {
+            System.out.println("<<\"kreplica-invalid\", " + number + ", " + quote(why) + ">>");
+            return NEVER_CONFORMS;
         }
 
         void need(int n) {

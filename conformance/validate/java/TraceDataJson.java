@@ -21,8 +21,11 @@
  *
  * Every state must hold every variable in `vars`, and no other, as kreplica.conformance.tla.itf
  * demands.  With a vocabulary (the spec's variables and each action's argument names) a trace
- * that names anything else is refused, as the Python reader refuses it.  Every refusal is an Invalid
- * exception carrying one line that says why.
+ * that names anything else is refused, as the Python reader refuses it; with the vocabulary's
+ * shapes (Shape), so is a trace whose values have another type than the spec's, which TLC could
+ * not compare.  A string holding a raw control character is refused, as RFC 8259 and Python's
+ * reader refuse it.  Every refusal is an Invalid exception carrying one line that says why, and
+ * costs only its own trace (TraceData.Reader.jsonTrace).
  */
 
 import java.nio.charset.StandardCharsets;
@@ -60,14 +63,203 @@ final class TraceDataJson {
         }
     }
 
-    /** The spec's variables, in the spec's order, and the argument names of each action. */
+    /**
+     * The spec's variables, in the spec's order, the argument names of each action, and the
+     * shapes of the variables (by name) and of the arguments (by "Action.argument"); no
+     * shapes, no shape checks.
+     */
     static final class Vocabulary {
         final List<String> variables;
         final Map<String, Set<String>> actionArgs;
+        final Map<String, Shape> shapes = new java.util.HashMap<>();
 
         Vocabulary(List<String> variables, Map<String, Set<String>> actionArgs) {
             this.variables = variables;
             this.actionArgs = actionArgs;
+        }
+    }
+
+    /**
+     * A TLA+ type a trace's value must have, as kreplica.conformance.validate.shapes writes
+     * it: int, str, bool, seq(T), set(T), rec(f:T,...) (exactly these fields), and
+     * msg(Name=rec(...),...) (a record whose field `type` names its shape).  A trace whose
+     * value has another shape is refused, naming the step and the variable: TLC would stop the
+     * whole batch with an evaluation error when it compared that value.
+     */
+    static final class Shape {
+        final String kind;
+        final Shape elem;
+        final Map<String, Shape> fields;
+
+        private Shape(String kind, Shape elem, Map<String, Shape> fields) {
+            this.kind = kind;
+            this.elem = elem;
+            this.fields = fields;
+        }
+
+        /** The shape written as `text` (IllegalArgumentException if it is not one). */
+        static Shape parse(String text) {
+            int[] at = {0};
+            Shape shape = parse(text, at);
+            if (at[0] != text.length()) {
+                throw new IllegalArgumentException("bad shape " + text);
+            }
+            return shape;
+        }
+
+        private static Shape parse(String text, int[] at) {
+            int start = at[0];
+            while (at[0] < text.length() && Character.isLetter(text.charAt(at[0]))) {
+                at[0]++;
+            }
+            String kind = text.substring(start, at[0]);
+            switch (kind) {
+                case "int": case "str": case "bool":
+                    return new Shape(kind, null, null);
+                case "seq": case "set": {
+                    expect(text, at, '(');
+                    Shape elem = parse(text, at);
+                    expect(text, at, ')');
+                    return new Shape(kind, elem, null);
+                }
+                case "rec": case "msg": {
+                    expect(text, at, '(');
+                    Map<String, Shape> fields = new LinkedHashMap<>();
+                    char sep = kind.equals("rec") ? ':' : '=';
+                    while (true) {
+                        int name = at[0];
+                        while (at[0] < text.length() && text.charAt(at[0]) != sep) {
+                            at[0]++;
+                        }
+                        String field = text.substring(name, at[0]);
+                        expect(text, at, sep);
+                        fields.put(field, parse(text, at));
+                        if (at[0] < text.length() && text.charAt(at[0]) == ',') {
+                            at[0]++;
+                            continue;
+                        }
+                        expect(text, at, ')');
+                        return new Shape(kind, null, fields);
+                    }
+                }
+                default:
+                    throw new IllegalArgumentException("bad shape " + text);
+            }
+        }
+
+        private static void expect(String text, int[] at, char c) {
+            if (at[0] >= text.length() || text.charAt(at[0]) != c) {
+                throw new IllegalArgumentException("bad shape " + text);
+            }
+            at[0]++;
+        }
+
+        /**
+         * Whether `v` has this shape.  `checked` holds the composite values of the trace found
+         * to fit so far, by identity: a value the reader shares (a message still in flight, a
+         * replica's unchanged log) is checked once.  (A trace that does not fit is read again
+         * in Python, whose message names the exact place: kreplica.conformance.validate.shapes.)
+         */
+        boolean fits(Value v, Map<Value, Shape> checked) {
+            switch (kind) {
+                case "int":
+                    return v instanceof IntValue;
+                case "str":
+                    return v instanceof StringValue;
+                case "bool":
+                    return v instanceof BoolValue;
+                default:
+                    break;
+            }
+            if (checked.get(v) == this) {
+                return true;
+            }
+            if (!composite(v, checked)) {
+                return false;
+            }
+            checked.put(v, this);
+            return true;
+        }
+
+        private boolean composite(Value v, Map<Value, Shape> checked) {
+            switch (kind) {
+                case "seq": {
+                    if (!(v instanceof TupleValue)) {
+                        return false;
+                    }
+                    for (Value item : ((TupleValue) v).elems) {
+                        if (!elem.fits(item, checked)) {
+                            return false;
+                        }
+                    }
+                    return true;
+                }
+                case "set": {
+                    if (!(v instanceof SetEnumValue)) {
+                        return false;
+                    }
+                    tlc2.value.impl.ValueVec elems = ((SetEnumValue) v).elems;
+                    for (int i = 0; i < elems.size(); i++) {
+                        if (!elem.fits(elems.elementAt(i), checked)) {
+                            return false;
+                        }
+                    }
+                    return true;
+                }
+                case "rec":
+                    return record(v, checked);
+                default: {
+                    if (!(v instanceof RecordValue)) {
+                        return false;
+                    }
+                    RecordValue r = (RecordValue) v;
+                    for (int i = 0; i < r.names.length; i++) {
+                        if (r.names[i].toString().equals("type")
+                                && r.values[i] instanceof StringValue) {
+                            Shape shape = fields.get(((StringValue) r.values[i]).val.toString());
+                            return shape != null && shape.fits(v, checked);
+                        }
+                    }
+                    return false;
+                }
+            }
+        }
+
+        private boolean record(Value v, Map<Value, Shape> checked) {
+            if (!(v instanceof RecordValue)) {
+                return false;
+            }
+            RecordValue r = (RecordValue) v;
+            if (r.names.length != fields.size()) {
+                return false;
+            }
+            for (int i = 0; i < r.names.length; i++) {
+                Shape shape = fields.get(r.names[i].toString());
+                if (shape == null || !shape.fits(r.values[i], checked)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** The shape as text, as Python wrote it. */
+        @Override
+        public String toString() {
+            if (elem == null && fields == null) {
+                return kind;
+            }
+            if (elem != null) {
+                return kind + "(" + elem + ")";
+            }
+            StringBuilder out = new StringBuilder(kind).append('(');
+            String sep = kind.equals("rec") ? ":" : "=";
+            for (Map.Entry<String, Shape> e : fields.entrySet()) {
+                if (out.charAt(out.length() - 1) != '(') {
+                    out.append(',');
+                }
+                out.append(e.getKey()).append(sep).append(e.getValue());
+            }
+            return out.append(')').toString();
         }
     }
 
@@ -249,6 +441,8 @@ final class TraceDataJson {
 
     private static final class Builder {
         private final Vocabulary vocabulary;
+        /** The trace's composite values that fit their shapes (see Shape.fits). */
+        private final Map<Value, Shape> checked = new java.util.IdentityHashMap<>();
 
         Builder(Vocabulary vocabulary) {
             this.vocabulary = vocabulary;
@@ -322,12 +516,29 @@ final class TraceDataJson {
                 // The parser shares the value of a variable whose text repeats the state
                 // before (Parser.repeated), so the same value means unchanged.
                 if (previous == null || previous.get(v).value != now.value) {
+                    Value value = convert(now, 0);
+                    Shape shape = vocabulary == null ? null : vocabulary.shapes.get(v);
+                    if (shape != null && !shape.fits(value, checked)) {
+                        throw new Invalid("step " + index + ": variable '" + v
+                                + "': not of the spec's type " + shape);
+                    }
                     names.add(name(v));
-                    values.add(convert(now, 0));
+                    values.add(value);
                 }
             }
             Value args = argsNode == null || isEmptyObject(argsNode)
                     ? TupleValue.EmptyTuple : convert(argsNode, 0);
+            if (index > 0 && vocabulary != null && args instanceof RecordValue) {
+                RecordValue given = (RecordValue) args;
+                for (int i = 0; i < given.names.length; i++) {
+                    String arg = given.names[i].toString();
+                    Shape shape = vocabulary.shapes.get(action + "." + arg);
+                    if (shape != null && !shape.fits(given.values[i], checked)) {
+                        throw new Invalid("step " + index + ": argument '" + arg
+                                + "': not of the spec's type " + shape);
+                    }
+                }
+            }
             Value changed = names.isEmpty() ? TupleValue.EmptyTuple
                     : new RecordValue(names.toArray(new UniqueString[names.size()]),
                             values.toArray(new Value[values.size()]), false);
@@ -693,6 +904,7 @@ final class TraceDataJson {
             pos++;
             int start = pos;
             while (pos < in.length && in[pos] != '"' && in[pos] != '\\') {
+                control();
                 pos++;
             }
             if (pos < in.length && in[pos] == '"') {
@@ -706,8 +918,10 @@ final class TraceDataJson {
                     return out.toString();
                 }
                 if (b != '\\') {
-                    int from = pos - 1;
+                    pos--;
+                    int from = pos;
                     while (pos < in.length && in[pos] != '"' && in[pos] != '\\') {
+                        control();
                         pos++;
                     }
                     out.append(new String(in, from, pos - from, StandardCharsets.UTF_8));
@@ -726,6 +940,14 @@ final class TraceDataJson {
                     case 'u': out.append(unicode()); break;
                     default: throw error("bad escape");
                 }
+            }
+        }
+
+        /** JSON has no raw control characters in a string (RFC 8259: they must be escaped). */
+        private void control() throws Invalid {
+            if ((in[pos] & 0xff) < 0x20) {
+                throw error("control character 0x" + Integer.toHexString(in[pos])
+                        + " in a string (it must be escaped)");
             }
         }
 
@@ -976,7 +1198,8 @@ final class TraceDataJson {
             }
             int start = pos + 1;
             int end = start;
-            while (end < in.length && in[end] != '"' && in[end] != '\\') {
+            while (end < in.length && in[end] != '"' && in[end] != '\\'
+                    && (in[end] & 0xff) >= 0x20) {
                 end++;
             }
             if (end >= in.length || in[end] != '"') {
