@@ -170,6 +170,29 @@ def test_eval_error_and_unexpected_together(spec_dir: Path, tmp_path: Path) -> N
     assert lines[1].startswith("kreplica: CounterSurprise: expected ok")
 
 
+def test_a_report_never_overwrites_a_page_that_is_not_a_report(
+    spec_dir: Path, tmp_path: Path
+) -> None:
+    """`--report docs/model-checking.md` would have replaced the narrative doc with a table."""
+    page = tmp_path / "model-checking.md"
+    page.write_text("# Model checking\n\nprose a person wrote\n")
+    args = ["--config", "CounterBug", "--out", str(tmp_path / "ce"), "--report", str(page)]
+    result = check("--spec-dir", str(spec_dir), *args)
+    assert result.exit_code == 2
+    assert one_error_line(result).startswith(f"kreplica: error: refusing to overwrite {page}: ")
+    assert page.read_text() == "# Model checking\n\nprose a person wrote\n"
+
+
+@pytest.mark.tlc
+def test_a_report_replaces_an_older_report(spec_dir: Path, tmp_path: Path) -> None:
+    report = tmp_path / "table.md"
+    args = ["--config", "CounterOk", "--out", str(tmp_path / "ce"), "--report", str(report)]
+    assert check("--spec-dir", str(spec_dir), *args).exit_code == 0
+    first = report.read_text()
+    assert check("--spec-dir", str(spec_dir), *args).exit_code == 0
+    assert report.read_text().splitlines()[0] == first.splitlines()[0]
+
+
 @pytest.mark.parametrize("option", ["--out", "--report", "--json"])
 def test_an_unwritable_output_is_one_line_before_any_checking(
     spec_dir: Path, tmp_path: Path, option: str

@@ -8,6 +8,7 @@ protocol (kreplica.conformance.fuzz.random_walk), so every one must conform.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -295,6 +296,30 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "no trace files" in conform(str(empty), "--no-spark").stderr
+
+
+def test_the_report_lists_rejections_by_id_says_how_many_more_and_prints_no_markup(
+    tmp_path: Path,
+) -> None:
+    """12 rejected traces written out of order: the ten with the smallest ids, in order, then
+    '... and 2 more'; an action named like rich markup is printed as text; one stderr line."""
+    base = walks(1, 6)[0]
+    bad = _corrupt(base, 3, "hw", [9, 9, 9])
+    odd = json.loads(bad)
+    odd["states"][3]["#meta"]["action"] = "[/red]"  # not a spec action: an error row
+    directory = tmp_path / "traces"
+    directory.mkdir()
+    for n in reversed(range(12)):
+        (directory / f"t{n:02d}.itf.json").write_text(bad)
+    (directory / "zz.itf.json").write_text(json.dumps(odd))
+    result = conform(str(directory), "--no-spark", "--workers", "1", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2, result.output
+    shown = [line for line in result.stdout.splitlines() if "t0" in line or "t1" in line]
+    ids = [re.search(r"t\d\d", line).group(0) for line in shown]  # type: ignore[union-attr]
+    assert ids == [f"t{n:02d}" for n in range(10)]
+    assert "... and 2 more rejected" in result.stdout
+    assert "[/red]" in result.stdout and "Traceback" not in result.output
+    assert result.stderr.splitlines() == ["kreplica: error: 1 of 13 traces could not be checked"]
 
 
 def _java_that_dies_once(tmp_path: Path) -> Path:

@@ -279,21 +279,31 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+REPORT_COLUMNS = (
+    "config", "about", "bounds", "expected", "got", "states", "distinct", "depth", "seconds",
+    "reproduce",
+)  # fmt: skip
+REPORT_HEADER = "| " + " | ".join(REPORT_COLUMNS) + " |"
+"""The first line of every report `--report` writes."""
+
+
+def check_report_path(path: Path) -> None:
+    """KreplicaError if `--report` would overwrite a file that is not such a report (a page of
+    docs, say): nothing a user wrote is replaced by a table."""
+    check_output_file(path, "the report")
+    if path.is_file() and path.stat().st_size > 0:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            first = handle.readline().rstrip("\n")
+        if first != REPORT_HEADER:
+            raise KreplicaError(
+                f"refusing to overwrite {path}: it is not a report of kreplica check (its first "
+                "line is not the table's header); give --report a new file or an older report"
+            )
+
+
 def markdown_report(rows: Sequence[CheckRow]) -> str:
     """The results as a markdown table."""
-    head = [
-        "config",
-        "about",
-        "bounds",
-        "expected",
-        "got",
-        "states",
-        "distinct",
-        "depth",
-        "seconds",
-        "reproduce",
-    ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [REPORT_HEADER, "|" + "---|" * len(REPORT_COLUMNS)]
     for row in rows:
         r, c = row.result, row.config
         got = str(r.outcome) + ("" if row.as_expected else " (unexpected)")
@@ -402,9 +412,10 @@ def check(
     directory = resolve_spec_dir(spec_dir)
     configs = select_configs(directory, suite, names)
     check_output_dir(out, "counterexamples to")
-    for path, what in ((report, "the report"), (json_path, "the JSON results")):
-        if path is not None:
-            check_output_file(path, what)
+    if report is not None:
+        check_report_path(report)
+    if json_path is not None:
+        check_output_file(json_path, "the JSON results")
     _check_modules(configs)
     if checker == "apalache":
         runner = _apalache_runner(time_limit)

@@ -66,7 +66,8 @@ def _progress_bar(console: Console) -> Progress:
 
 
 def _report(summary: Summary, seconds: float, out: Path, console: Console) -> None:
-    """The summary table and the first rejected traces."""
+    """The summary table, the first rejected and failed traces by id, and where the rest are.
+    Everything a trace brings (ids, actions, reasons) is printed as text, never as markup."""
     table = Table("traces", "conform", "violate", "error", "events", "seconds", "events/s")
     rate = summary.events / seconds if seconds > 0 else 0.0
     v = summary.verdicts
@@ -80,12 +81,32 @@ def _report(summary: Summary, seconds: float, out: Path, console: Console) -> No
         for row in summary.rejected:
             variables = ", ".join(row["variables"] or []) or "(action not enabled)"
             rejected.add_row(Text(row["trace_id"], overflow="fold"), str(row["step"]),
-                             f"{row['action']} {row['args']}", variables)  # fmt: skip
+                             Text(f"{row['action']} {row['args']}"), Text(variables))  # fmt: skip
         console.print(rejected)
+        _more(console, v[VIOLATES] - len(summary.rejected), "rejected", out)
     for row in summary.errors:
         reason, where = row["reason"], f"{row['trace_id']}: "
-        console.print(f"error: {reason if reason.startswith(where) else where + reason}")
-    console.print(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}")
+        console.print(Text(f"error: {reason if reason.startswith(where) else where + reason}"))
+    _more(console, v[ERROR] - len(summary.errors), "that could not be checked", out)
+    console.print(Text(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}"))
+
+
+def _more(console: Console, count: int, what: str, out: Path) -> None:
+    """`... and N more traces WHAT` when the lists above were cut."""
+    if count > 0:
+        console.print(
+            Text(f"... and {count:,} more {what}: every row is in {out / 'results.json'}")
+        )
+
+
+def _outcome_line(summary: Summary) -> str | None:
+    """One stderr line for a run that does not exit 0 (None when every trace conforms)."""
+    v = summary.verdicts
+    if v[ERROR]:
+        return f"kreplica: error: {v[ERROR]:,} of {summary.traces:,} traces could not be checked"
+    if v[VIOLATES]:
+        return f"kreplica: {v[VIOLATES]:,} of {summary.traces:,} traces violate the spec"
+    return None
 
 
 def _reader(choice: str, tlc: TlcOptions) -> Path | None:
@@ -223,6 +244,9 @@ def conform_command(
     summary = summarise(out / PARQUET)
     write_junit(out / PARQUET, out / JUNIT, summary)
     _report(summary, seconds, out, console)
+    line = _outcome_line(summary)
+    if line is not None:
+        click.echo(line, err=True)
     if summary.verdicts[ERROR]:
         return EXIT_BAD_INPUT
     return EXIT_UNEXPECTED if summary.verdicts[VIOLATES] else EXIT_OK

@@ -2,7 +2,7 @@
 
 Each config starts with TLA+ comment lines that carry metadata:
 
-    \\* expect: violation NoDataLoss      (or: ok, deadlock, temporal [Name], assumption)
+    \\* expect: violation AckedRecordsNeverLost   (or: ok, deadlock, temporal [Name], assumption)
     \\* module: KafkaReplication          (the .tla module to check; default: the cfg's name)
     \\* about: one-line description
     \\* bounds: 3 replicas, 2 records, epochs<=3

@@ -59,7 +59,7 @@ class Outcome:
     name: str | None = None
 
     def __str__(self) -> str:
-        """Render as in a config header: `ok`, `violation NoDataLoss`."""
+        """Render as in a config header: `ok`, `violation AckedRecordsNeverLost`."""
         return f"{self.verdict} {self.name}" if self.name else str(self.verdict)
 
     @classmethod

@@ -7,6 +7,7 @@ batch by batch, so no step of the driver holds every row at once.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -95,16 +96,23 @@ class Summary:
 
 
 def summarise(path: Path, keep: int = 10) -> Summary:
-    """Count verdicts and keep the first `keep` rejections and errors, reading Parquet back."""
+    """Count verdicts, and keep the `keep` rejections and errors with the smallest trace ids
+    (sorted by id, whatever order the runners wrote them in), reading Parquet back."""
     summary = Summary()
     for row in iter_rows(path):
         summary.verdicts[row["verdict"]] += 1
         summary.events += row["events"] or 0
-        if row["verdict"] == VIOLATES and len(summary.rejected) < keep:
-            summary.rejected.append(row)
-        elif row["verdict"] == ERROR and len(summary.errors) < keep:
-            summary.errors.append(row)
+    if summary.verdicts[VIOLATES]:
+        summary.rejected = _first_by_id(path, VIOLATES, keep)
+    if summary.verdicts[ERROR]:
+        summary.errors = _first_by_id(path, ERROR, keep)
     return summary
+
+
+def _first_by_id(path: Path, verdict: str, keep: int) -> list[dict[str, Any]]:
+    """The `keep` rows of `verdict` with the smallest trace ids, in order (memory: `keep` rows)."""
+    rows = (row for row in iter_rows(path) if row["verdict"] == verdict)
+    return heapq.nsmallest(keep, rows, key=lambda row: str(row["trace_id"]))
 
 
 def _testcase(row: dict[str, Any]) -> str:
