@@ -3,6 +3,8 @@ write its results says so at once, in one line naming the path, and creates noth
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,31 @@ def test_conform_into_an_unwritable_out_fails_at_once(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert one_error_line(result).startswith("kreplica: error: cannot write results to /proc/")
     assert result.stdout == ""
+
+
+def test_off_a_terminal_a_long_line_is_not_wrapped() -> None:
+    """CI and pipes read whole lines: rich's 80 columns would split this 138-character line."""
+    replay = Path(sys.executable).parent / "kreplica"
+    args = [str(replay), "replay", str(GOLDEN.parent / "S1_HwTruncation.itf.json")]
+    done = subprocess.run(
+        [*args, "--variant", "truncation=kip279"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    line = done.stdout.splitlines()[0]
+    assert line.startswith("differs at step 11 (FollowerTruncateToHighWatermark ")
+    assert line.endswith("the implementation did FollowerSendOffsetsForLeaderEpoch")
+    assert len(line) > 100
+
+
+def test_a_long_check_off_a_terminal_prints_progress_lines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`check` in CI is never silent for minutes: a plain progress line per config at most every
+    PLAIN_STATUS_SECONDS (here 0, so every report TLC makes is printed)."""
+    monkeypatch.setattr("kreplica.conformance.cli.check.PLAIN_STATUS_SECONDS", 0.0)
+    spec = Path(__file__).resolve().parent / "fixtures" / "tlc" / "spec"
+    args = ["--spec-dir", str(spec), "--config", "CounterOk", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, ["check", *args])
+    assert result.exit_code == 0, result.output
+    progress = [line for line in result.stderr.splitlines() if line.startswith("kreplica check: ")]
+    assert progress and all(line.startswith("kreplica check: CounterOk: ") for line in progress)

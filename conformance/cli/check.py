@@ -4,7 +4,7 @@ verdict with the one its config expects; print a table, write counterexamples as
 from __future__ import annotations
 
 import json
-import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -16,7 +16,9 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
+from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir, check_output_file
 from kreplica.conformance.errors import (
     EXIT_BAD_INPUT,
@@ -109,12 +111,18 @@ def _check_modules(configs: Sequence[ModelConfig]) -> None:
             raise SpecError(f"{config.path}: module file {config.module_path.name} not found")
 
 
+PLAIN_STATUS_SECONDS = 30.0
+"""Off a terminal (CI, a pipe), how often a running config's progress is printed as a line."""
+
+
 class _Display:
-    """A live status line per running config on stderr (only on a terminal)."""
+    """Progress on stderr: a live status line per running config on a terminal; elsewhere (CI,
+    a pipe) a plain line of a config's progress every PLAIN_STATUS_SECONDS while it runs, so a
+    long check is never silent and a short one prints nothing but its results."""
 
     def __init__(self) -> None:
         """Set up rich on stderr."""
-        self.console = Console(stderr=True)
+        self.console = Console(stderr=True, highlight=False)
         self.progress: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
         if self.console.is_terminal:
@@ -134,7 +142,7 @@ class _Display:
     def start(self, name: str) -> ProgressCallback:
         """Show `name` as running; return its progress callback."""
         if self.progress is None:
-            return lambda _: None
+            return self._plain_start(name)
         progress = self.progress
         task = progress.add_task(name, status="starting TLC")
 
@@ -144,18 +152,33 @@ class _Display:
         self.tasks[name] = task
         return update
 
+    def _plain_start(self, name: str) -> ProgressCallback:
+        """A callback printing one line of progress at most every PLAIN_STATUS_SECONDS."""
+        started = time.monotonic()
+        last = [started]
+
+        def update(p: TlcProgress) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PLAIN_STATUS_SECONDS:
+                last[0] = now
+                click.echo(f"{PROG} check: {name}: {_status(p)} ({now - started:.0f} s)", err=True)
+
+        return update
+
     def finish(self, name: str, row: CheckRow) -> None:
         """Replace `name`'s status line by a one-line verdict."""
-        if self.progress is None:
+        if self.progress is None:  # the results table says it
             return
-        self.progress.remove_task(self.tasks.pop(name))
         if row.as_expected:
-            mark = "[green]as expected"
+            mark = "as expected"
         elif row.result.outcome.verdict == Verdict.TIMEOUT:
-            mark = "[yellow]time limit"
+            mark = "time limit"
         else:
-            mark = "[red]unexpected"
-        self.progress.console.print(f"{name}: {row.result.outcome} ({mark}[/])", highlight=False)
+            mark = "unexpected"
+        self.progress.remove_task(self.tasks.pop(name))
+        colour = {"as expected": "green", "time limit": "yellow"}.get(mark, "red")
+        line = Text.assemble(f"{name}: {row.result.outcome} (", (mark, colour), ")")
+        self.progress.console.print(line)
 
 
 def _status(p: TlcProgress) -> str:
@@ -242,7 +265,7 @@ def _table(rows: Sequence[CheckRow]) -> Table:
         table.add_column(name, justify="right")
     for row in rows:
         r = row.result
-        got = f"[{'green' if row.as_expected else 'red'}]{r.outcome}[/]"
+        got = Text(str(r.outcome), style="green" if row.as_expected else "red")
         cells = [r.states, r.distinct, r.depth, r.seconds]
         table.add_row(row.config.name, str(row.config.expect), got, *map(_fmt, cells))
     return table
@@ -446,7 +469,7 @@ def _output_errors() -> Iterator[None]:
 
 def _print_results(rows: Sequence[CheckRow]) -> None:
     """Print the table and summary on stdout and the problems on stderr."""
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = make_console()
     console.print(_table(rows))
     ok = sum(r.as_expected for r in rows)
     console.print(f"{len(rows)} configs, {ok} as expected")

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir
 from kreplica.conformance.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, CheckerError
 from kreplica.conformance.tla.specs import resolve_spec_dir
@@ -222,7 +223,7 @@ def conform_command(
     settings = CheckSettings(params, spec, tlc, _reader(reader, tlc))
     if settings.reader is None:  # SANY parses a generated module at about 0.3 MB/s
         batch_size = min(batch_size, TLA_READER_BATCH)
-    console = Console(highlight=False, stderr=False)
+    console = make_console()
     start = time.monotonic()
     with _progress_bar(console) as bar:
         task = bar.add_task("checking", total=None)

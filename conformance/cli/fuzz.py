@@ -17,6 +17,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
 from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz, save_failure
@@ -234,7 +235,7 @@ def fuzz(
     lines = fuzz_summary(result, paths)
     if writer is not None:
         lines.append(f"corpus: {writer.written:,} traces appended to {writer.path}")
-    Console(highlight=False, soft_wrap=True).print("\n".join(lines))
+    make_console().print("\n".join(lines), soft_wrap=True)
     if unsaved is not None:  # the finding is shown above; saving it is what failed
         raise unsaved
     return EXIT_OK if result.failure is None else EXIT_UNEXPECTED

@@ -17,6 +17,7 @@ from kreplica.conformance.bridge.replay import (
     setup_from_config,
 )
 from kreplica.conformance.bridge.schedule import variant_from_json
+from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
 from kreplica.conformance.tla.itf import ItfTrace, printable, read_trace
 from kreplica.conformance.tla.specs import resolve_spec_dir
@@ -134,5 +135,5 @@ def replay_command(
         raise TraceError(f"{printable(str(trace_path))}: {err}") from None
     setup = choose_setup(trace, resolve_spec_dir(spec_dir), variants, bugs)
     result = replay(trace, setup)
-    report(result, Console(highlight=False))
+    report(result, make_console())
     return EXIT_OK if result.conforms else EXIT_UNEXPECTED
