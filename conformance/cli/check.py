@@ -49,6 +49,12 @@ from kreplica.conformance.tla.tlc import (
 from kreplica.conformance.tla.tlc_output import ProgressCallback, TlcProgress, TlcResult, Verdict
 
 EXIT_CODES_HELP = """\b
+Examples:
+  kreplica check                          the ci suite of spec/suites.toml
+  kreplica check --config S1_HwTruncation one model config (spec/S1_HwTruncation.cfg)
+  kreplica check --suite full --jobs 2 --report out/check.md --json out/check.json
+
+\b
 Exit codes:
   0  every config got its expected verdict
   1  some config got an unexpected verdict

@@ -28,6 +28,14 @@ from kreplica.conformance.fuzz.setup import FAULTS, FuzzSetup
 from kreplica.impl.variants import VariantError, parse_variant
 
 FUZZ_EXIT_CODES = """\b
+Examples:
+  kreplica fuzz --examples 150 --steps 50      the correct protocol: nothing found, exit 0
+  kreplica fuzz --bug early-ack --no-unclean   a seeded bug: found, shrunk, saved; exit 1
+  kreplica fuzz --variant acks=1 --no-unclean  an unsafe variant of the protocol
+  kreplica fuzz --examples 500 --corpus out/corpus.jsonl
+                                               every run's trace, for kreplica conform
+
+\b
 Exit codes:
   0  no invariant failed
   1  an invariant failed (or a step raised an exception); the shrunk run is saved
