@@ -24,6 +24,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from kreplica.conformance.errors import run_command
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.validate.results import PARQUET, iter_rows
@@ -146,4 +147,4 @@ def main(
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main, "python -m kreplica.conformance.bench.conform")

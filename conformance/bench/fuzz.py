@@ -25,6 +25,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from kreplica.conformance.errors import run_command
 from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz
 from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
@@ -232,4 +233,4 @@ def main(
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main, "python -m kreplica.conformance.bench.fuzz")

@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from kreplica.conformance.errors import run_command
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.tla.specs import default_spec_dir
@@ -48,11 +49,11 @@ def hide(text: str, hidden: tuple[str, ...]) -> str:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 def main(traces: int, steps: int, seed: int) -> None:
     """Check one corpus once with every variable and once per hidden variable."""
-    texts = [dumps_trace(t) for t in corpus(traces, steps, seed, Variant(), replicas=3)]
-    params = SpecParams(fetch_max_records=2)
+    params = SpecParams(fetch_max_records=2)  # no Java or reader: said before the corpus
     options = TlcOptions(java=find_java(), time_limit=1800, jvm_flags=SHORT_RUN_JVM_FLAGS)
     reader = build_reader(java=options.java)
     spec: Path = default_spec_dir()
+    texts = [dumps_trace(t) for t in corpus(traces, steps, seed, Variant(), replicas=3)]
     table = Table("hidden", "conform", "states / event", "seconds", title="cost of hiding")
     console = Console(highlight=False)
     rows: list[tuple[str, tuple[str, ...]]] = [("(none)", ())]
@@ -74,4 +75,4 @@ def main(traces: int, steps: int, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main, "python -m kreplica.conformance.bench.hidden")

@@ -10,12 +10,13 @@ counts as one message. This module may read the wall clock; kreplica.impl never 
 
 from __future__ import annotations
 
-import argparse
 import gc
-import sys
 import time
 from dataclasses import dataclass
 
+import click
+
+from kreplica.conformance.errors import run_command
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.steps import Produce, Tick
 
@@ -78,42 +79,38 @@ def _measure(cluster: Cluster, rounds: int) -> BenchResult:
     return BenchResult(network.delivered - start_delivered, cpu, wall, len(cluster.acked))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the figure; exit 0."""
-    parser = argparse.ArgumentParser(
-        prog="python -m kreplica.conformance.bench.impl",
-        description="Simulated protocol messages per second (3 brokers, 10 partitions).",
-    )
-    parser.add_argument("--rounds", type=int, default=2_000, help="produce rounds (default 2000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs; the best is reported")
-    parser.add_argument("--brokers", type=int, default=3)
-    parser.add_argument("--partitions", type=int, default=10)
-    parser.add_argument(
-        "--gc",
-        choices=("tuned", "default"),
-        default="tuned",
-        help="tuned (default): gc.freeze() after set-up and gen-0 threshold 50000; "
-        "default: Python's own GC settings",
-    )
-    args = parser.parse_args(argv)
-    if args.rounds < 1 or args.repeat < 1 or args.brokers < 3 or args.partitions < 1:
-        print(
-            "bench_impl: --rounds/--repeat/--partitions must be >= 1, --brokers >= 3",
-            file=sys.stderr,
-        )
-        return 2
-    results = [
-        run_once(args.rounds, args.brokers, args.partitions, args.gc) for _ in range(args.repeat)
-    ]
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=2_000, help="produce rounds (default 2000)"
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="runs; the best is reported",
+)
+@click.option("--brokers", type=click.IntRange(min=3), default=3, show_default=True)
+@click.option("--partitions", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--gc",
+    "gc_mode",
+    type=click.Choice(("tuned", "default")),
+    default="tuned",
+    help="tuned (default): gc.freeze() after set-up and gen-0 threshold 50000; "
+    "default: Python's own GC settings",
+)
+def main(rounds: int, repeat: int, brokers: int, partitions: int, gc_mode: str) -> None:
+    """Simulated protocol messages per second (3 brokers, 10 partitions)."""
+    results = [run_once(rounds, brokers, partitions, gc_mode) for _ in range(repeat)]
     best = max(results, key=lambda r: r.rate)
     print(
-        f"brokers={args.brokers} partitions={args.partitions} rounds={args.rounds} gc={args.gc} "
+        f"brokers={brokers} partitions={partitions} rounds={rounds} gc={gc_mode} "
         f"messages={best.messages} acked={best.acked} cpu_seconds={best.cpu_seconds:.3f} "
         f"wall_seconds={best.wall_seconds:.3f} (wall rate {best.wall_rate:,.0f}/s)"
     )
     print(f"messages/s: {best.rate:,.0f}")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_command(main, "python -m kreplica.conformance.bench.impl")

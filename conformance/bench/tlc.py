@@ -25,6 +25,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from kreplica.conformance.errors import KreplicaError, file_error, run_command
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.tlc import (
     SHORT_RUN_JVM_FLAGS,
@@ -62,12 +63,25 @@ class Run:
         return 1e6 * self.cpu_seconds / self.events if self.events else 0.0
 
 
+def read_lines(corpus: Path, traces: int) -> list[str]:
+    """The corpus's first `traces` lines; KreplicaError if it cannot be read or has none."""
+    try:
+        with corpus.open(encoding="utf-8") as handle:
+            lines = [line.rstrip("\n") for line in itertools.islice(handle, traces)]
+    except OSError as err:
+        raise file_error("read", corpus, err) from None
+    except UnicodeDecodeError:
+        raise KreplicaError(f"cannot read {corpus}: not UTF-8 text") from None
+    if not lines:
+        raise KreplicaError(f"{corpus}: no traces (an empty corpus)")
+    return lines
+
+
 def write(corpus: Path, traces: int, workdir: Path, params: SpecParams) -> list[str]:
     """Write the batch of the corpus's first `traces` lines into `workdir`; the TLC command."""
-    with corpus.open(encoding="utf-8") as handle:
-        lines = [line.rstrip("\n") for line in itertools.islice(handle, traces)]
+    java, jar = find_java(), find_tla2tools()  # no Java: said at once, before reading
+    lines = read_lines(corpus, traces)
     batch = [prepare(f"{corpus}:{n}", line, fast=True) for n, line in enumerate(lines, 1)]
-    java, jar = find_java(), find_tla2tools()
     module = write_batch(workdir, resolve_spec_dir(None), batch, tlcdata.build_reader(jar))
     config = workdir / f"{TRACE_MODULE}.cfg"
     config.write_text(tlc_config(params, batch[0].replicas, diagnose=False), encoding="utf-8")
@@ -138,4 +152,4 @@ def main(corpus: Path, traces: int, repeat: int, fetch_max_records: int) -> None
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main, "python -m kreplica.conformance.bench.tlc")

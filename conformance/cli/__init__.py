@@ -1,8 +1,9 @@
 """The `kreplica` command line: one module per subcommand, each parsing, calling an engine from
 another room and rendering what it returns.
 
-Holds: `main` (the click group, where every error becomes one stderr line and an exit code),
-`check`, `replay`, `fuzz`, `conform`.
+Holds: `main` (the click group; `errors.run_command` turns every error into one stderr line and
+an exit code, for it and for the `python -m` programs), `check`, `replay`, `fuzz`, `conform`,
+`outputs` (output paths checked before long work), `console` (how every subcommand prints).
 
 May import: every other room. No other room imports it.
 """

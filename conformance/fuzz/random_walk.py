@@ -15,13 +15,16 @@ import random
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TextIO
 
 import click
+from rich.console import Console
 from rich.progress import Progress
 
 from kreplica.conformance.bridge.projection import CLIENT
 from kreplica.conformance.bridge.recorder import Recorder
 from kreplica.conformance.bridge.replay import TP
+from kreplica.conformance.errors import KreplicaError, file_error, run_command
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.conformance.fuzz.setup import CONFIG, FETCH_MAX_RECORDS, TICK_MS
 from kreplica.conformance.tla.itf import ItfTrace, dumps_trace
@@ -110,12 +113,37 @@ def main(
         variant = parse_variant(variants, bugs)
     except ValueError as err:
         raise click.UsageError(str(err)) from None
-    with out.open("w", encoding="utf-8") as handle, Progress(transient=True) as progress:
-        task = progress.add_task("recording", total=traces)
-        for trace in corpus(traces, steps, seed, variant, replicas):
-            handle.write(json.dumps(json.loads(dumps_trace(trace)), separators=(",", ":")) + "\n")
-            progress.advance(task)
+    handle = open_output(out)
+    try:  # a full disk fails a write, or only the last flush on closing
+        with handle, _progress() as progress:
+            task = progress.add_task("recording", total=traces)
+            for trace in corpus(traces, steps, seed, variant, replicas):
+                text = json.dumps(json.loads(dumps_trace(trace)), separators=(",", ":"))
+                handle.write(text + "\n")
+                progress.advance(task)
+    except OSError as err:
+        raise file_error("write", out, err) from None
+
+
+def _progress() -> Progress:
+    """A progress bar on stderr, only when it is a terminal (no stray blank line in a log)."""
+    console = Console(stderr=True)
+    return Progress(console=console, transient=True, disable=not console.is_terminal)
+
+
+def open_output(out: Path) -> TextIO:
+    """OUT opened for writing, before any trace is recorded; one clear KreplicaError if not."""
+    try:
+        return out.open("w", encoding="utf-8")
+    except FileNotFoundError as err:
+        if not out.parent.is_dir():
+            raise KreplicaError(
+                f"cannot write {out}: directory {out.parent} does not exist"
+            ) from None
+        raise file_error("write", out, err) from None
+    except OSError as err:
+        raise file_error("write", out, err) from None
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main, "python -m kreplica.conformance.fuzz.random_walk")
