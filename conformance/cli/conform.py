@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import sys
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -15,27 +21,65 @@ from rich.text import Text
 
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir
-from kreplica.conformance.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED, CheckerError
+from kreplica.conformance.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNEXPECTED,
+    CheckerError,
+    KreplicaError,
+)
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
-from kreplica.conformance.validate.conform import PoolRun, SparkRun, run_pool, run_spark, ship_files
-from kreplica.conformance.validate.results import JUNIT, PARQUET, Summary, summarise, write_junit
+from kreplica.conformance.validate.conform import (
+    PoolRun,
+    SparkRun,
+    run_pool,
+    run_spark,
+    ship_files,
+    spark_inputs,
+)
+from kreplica.conformance.validate.results import (
+    JUNIT,
+    MANIFEST,
+    PARQUET,
+    RUN_METADATA,
+    ResultSet,
+    Summary,
+    counts,
+    spec_hashes,
+    summarise,
+    write_junit,
+    write_manifest,
+)
 from kreplica.conformance.validate.sources import local_files
 from kreplica.conformance.validate.tlcdata import build_reader, default_cache_dir
 from kreplica.conformance.validate.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
-from kreplica.impl.variants import VariantError, parse_variant
+from kreplica.impl.variants import Variant, VariantError, parse_variant
 
 EPILOG = """\b
 Exit codes:
   0  every trace conforms
   1  some trace violates the spec (and none failed to be checked)
   2  errors: a trace could not be checked (malformed, unknown names, TLC
-     crashed or timed out), or bad input: no traces, a bad option, no Java
+     crashed or timed out), or bad input: no traces, a bad option, no Java,
+     an --out in use by another run
+  130  interrupted (Ctrl-C): an older result set in --out is kept as it was
 \b
 Results (in --out): results.parquet and results.json (one row per trace:
 trace_id, verdict, events, step, action, args, variables, diff, reason,
-seconds) and junit.xml (one test case per trace).
+seconds), junit.xml (one test case per trace) and manifest.json (the run:
+variant, spec hash, version, times, inputs, counts, command line). A run
+writes them into a directory of its own and renames it to --out when it is
+complete, replacing an older set whole; an interrupted run leaves the older
+set as it was. One run at a time per --out (a lock, <out>.lock, beside it).
 """
+
+
+class Interrupted(KreplicaError):
+    """Ctrl-C (or SIGTERM) during a run: one line saying what became of the results."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 TLA_READER_BATCH = 200
@@ -89,7 +133,9 @@ def _report(summary: Summary, seconds: float, out: Path, console: Console) -> No
         reason, where = row["reason"], f"{row['trace_id']}: "
         console.print(Text(f"error: {reason if reason.startswith(where) else where + reason}"))
     _more(console, v[ERROR] - len(summary.errors), "that could not be checked", out)
-    console.print(Text(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}"))
+    console.print(
+        Text(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}, {out / MANIFEST}")
+    )
 
 
 def _more(console: Console, count: int, what: str, out: Path) -> None:
@@ -122,6 +168,66 @@ def _reader(choice: str, tlc: TlcOptions) -> Path | None:
         return None  # auto: no javac here, so the slower TLA+ text
 
 
+def _now() -> str:
+    """The time now, UTC, ISO 8601 to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _kreplica_version() -> str:
+    try:
+        return version("kreplica")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _variant(variant: Variant) -> dict[str, str]:
+    """Each dimension of the variant the traces are checked against, and its label."""
+    dims = {f.name: str(getattr(variant, f.name)) for f in fields(variant) if f.name != "bugs"}
+    return {**dims, "label": variant.label()}
+
+
+def _options() -> dict[str, Any]:
+    """The parsed options of this command, as JSON values."""
+    params = click.get_current_context().params
+    return {name: json.loads(json.dumps(value, default=str)) for name, value in params.items()}
+
+
+def _record(paths: tuple[str, ...], settings: CheckSettings, run: ResultSet) -> dict[str, Any]:
+    """The manifest as known when checking starts (also the Parquet schema's metadata)."""
+    hashes = spec_hashes(settings.spec_dir)
+    params = settings.params
+    return {
+        "kreplica_version": _kreplica_version(),
+        "run_id": run.token,
+        "pid": os.getpid(),
+        "started": _now(),
+        "inputs": list(paths),
+        "out": str(run.out),
+        "variant": _variant(params.variant),
+        "bugs": sorted(params.variant.bugs),
+        "min_insync_replicas": params.min_insync_replicas,
+        "fetch_max_records": params.fetch_max_records,
+        "spec_dir": str(settings.spec_dir),
+        "spec_sha256": hashes.pop("all"),
+        "spec_files_sha256": hashes,
+        "reader": "java" if settings.reader is not None else "tla",
+        "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "argv": list(sys.argv),
+        "options": _options(),
+    }
+
+
+def _kept(run: ResultSet) -> str:
+    """What became of the results when a run stops early."""
+    if run.committed:
+        return f"{run.out} holds this run's complete results"
+    if run.older:
+        return (
+            f"the older results in {run.out} are kept unchanged, this run's partial results removed"
+        )
+    return f"no results were written to {run.out}"
+
+
 def _first_line(err: Exception) -> str:
     """The first meaningful line of an exception's message."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
@@ -135,7 +241,8 @@ def _first_line(err: Exception) -> str:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out/conform"),
     show_default=True,
-    help="Directory for results.parquet, results.json, junit.xml.",
+    help="Directory for results.parquet, results.json, junit.xml, manifest.json; replaced "
+    "whole at the end of a run, so it must hold nothing else.",
 )
 @click.option(
     "--batch-size",
@@ -220,34 +327,76 @@ def conform_command(
         jvm_flags=SHORT_RUN_JVM_FLAGS,
         class_archives=default_cache_dir() / "tlc-cds",
     )
-    settings = CheckSettings(params, spec, tlc, _reader(reader, tlc))
-    if settings.reader is None:  # SANY parses a generated module at about 0.3 MB/s
-        batch_size = min(batch_size, TLA_READER_BATCH)
-    console = make_console()
-    start = time.monotonic()
-    with _progress_bar(console) as bar:
-        task = bar.add_task("checking", total=None)
-
-        def progress(done: int, total: int | None) -> None:
-            bar.update(task, completed=done, total=total)
-
-        if no_spark:
-            run_pool(PoolRun(local_files(paths), settings, batch_size, workers), out, progress)
-        else:
-            if not master.startswith("local"):
-                settings = replace(settings, tlc=replace(tlc, java=java or "java"))
-            run = SparkRun(paths, settings, batch_size, master, ship_files(settings))
-            try:
-                run_spark(run, out, progress)
-            except Exception as err:  # Spark's errors are long Java traces: one line instead
-                raise CheckerError(f"Spark failed: {_first_line(err)}") from None
-    seconds = time.monotonic() - start
-    summary = summarise(out / PARQUET)
-    write_junit(out / PARQUET, out / JUNIT, summary)
-    _report(summary, seconds, out, console)
+    files = local_files(paths) if no_spark else spark_inputs(paths)[0]  # missing: fail now
+    with ResultSet.claim(out) as result_set:  # one run per --out: a second fails at once
+        try:
+            summary, seconds = _run(
+                paths, files, result_set, CheckSettings(params, spec, tlc, _reader(reader, tlc)),
+                batch_size, master, no_spark, workers, java,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted: {_kept(result_set)}") from None
+        except KreplicaError as err:
+            wrapped = KreplicaError(f"{err}; {_kept(result_set)}")
+            wrapped.exit_code = err.exit_code
+            raise wrapped from None
+        except OSError as err:  # a full disk, a directory removed under the run
+            where = f" {err.filename}" if err.filename else ""
+            reason = err.strerror or str(err)
+            raise KreplicaError(f"cannot write{where}: {reason}; {_kept(result_set)}") from None
+    _report(summary, seconds, out, make_console())
     line = _outcome_line(summary)
     if line is not None:
         click.echo(line, err=True)
     if summary.verdicts[ERROR]:
         return EXIT_BAD_INPUT
     return EXIT_UNEXPECTED if summary.verdicts[VIOLATES] else EXIT_OK
+
+
+def _run(
+    paths: tuple[str, ...], files: list[Path], result_set: ResultSet, settings: CheckSettings,
+    batch_size: int, master: str, no_spark: bool, workers: int, java: str | None,
+) -> tuple[Summary, float]:  # fmt: skip
+    """Check every trace into the run's own staging directory, summarise this run's rows
+    (nothing else is in that directory), write the JUnit report and the manifest last, and
+    put the set in place. Returns the summary and the seconds the checking took."""
+    if settings.reader is None:  # SANY parses a generated module at about 0.3 MB/s
+        batch_size = min(batch_size, TLA_READER_BATCH)
+    record = _record(paths, settings, result_set)
+    metadata = {RUN_METADATA: json.dumps(record, sort_keys=True)}
+    staging = result_set.staging
+    start = time.monotonic()
+    with _progress_bar(make_console()) as bar:
+        task = bar.add_task("checking", total=None)
+
+        def progress(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        if no_spark:
+            pool_run = PoolRun(files, settings, batch_size, workers, metadata)
+            written = run_pool(pool_run, staging, progress)
+        else:
+            if not master.startswith("local"):
+                settings = replace(settings, tlc=replace(settings.tlc, java=java or "java"))
+            run = SparkRun(paths, settings, batch_size, master, ship_files(settings),
+                           metadata=metadata)  # fmt: skip
+            try:
+                written = run_spark(run, staging, progress)
+            except Exception as err:  # Spark's errors are long Java traces: one line instead
+                raise CheckerError(f"Spark failed: {_first_line(err)}") from None
+    seconds = time.monotonic() - start
+    summary = summarise(staging / PARQUET)
+    if summary.traces != written:
+        raise CheckerError(
+            f"the run wrote {written:,} rows but its results hold {summary.traces:,}"
+        )
+    write_junit(staging / PARQUET, staging / JUNIT, summary)
+    manifest = {
+        **record,
+        "finished": _now(),
+        "seconds": round(seconds, 3),
+        "counts": counts(summary),
+    }
+    write_manifest(staging, manifest)  # last: a set with its manifest is complete
+    result_set.commit()
+    return summary, seconds

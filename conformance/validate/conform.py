@@ -12,16 +12,19 @@ shuffled. The driver reads the results back from Parquet in record batches.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
+import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -30,7 +33,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kreplica.conformance.validate import tlcdata
-from kreplica.conformance.validate.results import JSON, PARQUET, SCHEMA, RowWriter, iter_rows
+from kreplica.conformance.validate.results import (
+    JSON,
+    PARQUET,
+    RowWriter,
+    iter_rows,
+    schema_with,
+)
 from kreplica.conformance.validate.sources import (
     Item,
     balanced_batch_size,
@@ -70,30 +79,92 @@ class PoolRun:
     settings: CheckSettings
     batch_size: int
     workers: int
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """Written into the Parquet schema (the run's record: `results.RUN_METADATA`)."""
 
 
-def run_pool(run: PoolRun, out: Path, progress: Progress) -> None:
-    """Check every trace of `run.files` in a process pool; write rows to `out` as they come."""
+def run_pool(run: PoolRun, out: Path, progress: Progress) -> int:
+    """Check every trace of `run.files` in a process pool; write rows to `out` as they come.
+    Returns the number of rows written. On Ctrl-C (or any failure) the workers and their TLC
+    processes are killed at once, not left to finish the batches in flight."""
     for older in (out / PARQUET, out / JSON):
         _remove(older)
-    writer = RowWriter(out)
+    writer = RowWriter(out, metadata=run.metadata)
     done = 0
+    pool = ProcessPoolExecutor(max_workers=run.workers, initializer=_ignore_interrupts)
     try:
-        with ProcessPoolExecutor(max_workers=run.workers) as pool:
-            pending: set[Future[list[dict[str, Any]]]] = set()
-            size = balanced_batch_size(run.files, run.batch_size, run.workers)
-            for batch in batches(iter_local(run.files), size):
-                if len(pending) >= 2 * run.workers:  # bounded: the driver streams the corpus
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    done += _collect(finished, writer)
-                    progress(done, None)
-                pending.add(pool.submit(check_items, batch, run.settings))
-            while pending:
+        pending: set[Future[list[dict[str, Any]]]] = set()
+        size = balanced_batch_size(run.files, run.batch_size, run.workers)
+        for batch in batches(iter_local(run.files), size):
+            if len(pending) >= 2 * run.workers:  # bounded: the driver streams the corpus
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 done += _collect(finished, writer)
                 progress(done, None)
+            pending.add(pool.submit(check_items, batch, run.settings))
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            done += _collect(finished, writer)
+            progress(done, None)
+    except BaseException:
+        _stop_pool(pool)
+        raise
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         writer.close()
+    return writer.written
+
+
+def _ignore_interrupts() -> None:
+    """A worker's initializer: Ctrl-C at a terminal reaches every process of the group, but
+    only the driver acts on it (it stops the workers), so no worker prints a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill every worker and what it started (its TLC process, which runs in a session of its
+    own): each worker is frozen first, so it starts nothing more. `shutdown` then cancels what
+    is queued and reaps them."""
+    processes = getattr(pool, "_processes", None) or {}  # the executor's own table of workers
+    workers = [pid for pid in processes if isinstance(pid, int)]
+    for pid in workers:
+        _signal(pid, signal.SIGSTOP)
+    children = _children()
+    for pid in workers:
+        for child in _descendants(pid, children):
+            _signal(child, signal.SIGKILL)
+        _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def _children() -> dict[int, list[int]]:
+    """Every process's children, by parent pid, from /proc (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    proc = Path("/proc")
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def _descendants(pid: int, children: Mapping[int, list[int]]) -> list[int]:
+    """The processes below `pid`, parents before their children."""
+    found, todo = [], list(children.get(pid, ()))
+    while todo:
+        child = todo.pop(0)
+        found.append(child)
+        todo.extend(children.get(child, ()))
+    return found
 
 
 def _collect(finished: Iterable[Future[list[dict[str, Any]]]], writer: RowWriter) -> int:
@@ -119,6 +190,8 @@ class SparkRun:
     ship: Sequence[Path]
     fail_first_attempts: bool = False
     """Fault injection for tests: every task's first attempt fails, so Spark retries it."""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """Written into the Parquet schema of every part (`results.RUN_METADATA`)."""
 
 
 LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
@@ -131,6 +204,7 @@ def spark_context(master: str) -> Any:
     uses Spark SQL, and starting it cost about 3 s more (measured)."""
     local = master.startswith("local")
     if local:
+        os.environ[DRIVER_ENV] = str(os.getpid())  # marks the TLC processes of its workers
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers import kreplica
     from pyspark import SparkConf, SparkContext
@@ -169,6 +243,7 @@ class TaskJob:
     batch_size: int
     parts: Path
     fail_first_attempt: bool
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[int]:
@@ -183,10 +258,11 @@ def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[i
     settings = _shipped(job.settings)
     temp = job.parts / f".part-{index:05d}-{attempt}-{os.getpid()}.tmp"  # hidden from readers
     rows = 0
-    with pq.ParquetWriter(temp, SCHEMA) as writer:
+    schema = schema_with(job.metadata)
+    with pq.ParquetWriter(temp, schema) as writer:
         for batch in batches(traces, job.batch_size, slack=job.batch_size // SLACK):
             checked = check_items(batch, settings)
-            writer.write_table(pa.Table.from_pylist(checked, schema=SCHEMA))
+            writer.write_table(pa.Table.from_pylist(checked, schema=schema))
             rows += len(checked)
     os.replace(temp, job.parts / f"part-{index:05d}.parquet")
     yield rows
@@ -205,28 +281,113 @@ def _shipped(settings: CheckSettings) -> CheckSettings:
     )
 
 
-def run_spark(run: SparkRun, out: Path, progress: Progress) -> None:
-    """Check every trace under `run.paths` on Spark; write Parquet and JSON to `out`."""
-    found = [(p, _local_path(p)) for p in run.paths]
+def spark_inputs(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
+    """The local trace files under `paths` (TraceError for a missing one: before Spark starts,
+    so bad paths fail fast), and the other URIs, which Spark reads."""
+    found = [(p, _local_path(p)) for p in paths]
     named = [path for _, path in found if path is not None]
-    local = local_files(named) if named else []  # before Spark starts: bad paths fail fast
-    remote = [uri for uri, path in found if path is None]
+    return (local_files(named) if named else []), [uri for uri, path in found if path is None]
+
+
+def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
+    """Check every trace under `run.paths` on Spark; write Parquet and JSON to `out`. Returns
+    the number of rows written (by the successful attempt of each task)."""
+    local, remote = spark_inputs(run.paths)
     sc = spark_context(run.master)
     for path in run.ship:
         sc.addFile(str(path))
     sc.addPyFile(str(package_zip()))
     parts = _fresh(out.resolve() / PARQUET)
-    job = TaskJob(run.settings, run.batch_size, parts, run.fail_first_attempts)
+    job = TaskJob(run.settings, run.batch_size, parts, run.fail_first_attempts, run.metadata)
     traces = _traces(sc, local, remote, run.batch_size)
     watcher = _watch(sc, traces.getNumPartitions(), progress)
+    interrupted = threading.Event()
+    restore = _on_interrupt(lambda: _cancel(sc, interrupted))
     try:
-        sc.setJobGroup("kreplica-conform", "check traces", interruptOnCancel=True)
-        traces.mapPartitionsWithIndex(lambda i, part: _check_share(i, part, job)).collect()
+        sc.setJobGroup(JOB_GROUP, "check traces", interruptOnCancel=True)
+        written = traces.mapPartitionsWithIndex(lambda i, p: _check_share(i, p, job)).collect()
+    except Exception:
+        if interrupted.is_set():  # the job failed because it was cancelled: say so
+            _kill_checkers(run.master)
+            raise KeyboardInterrupt from None
+        raise
     finally:
+        restore()
         watcher.set()
+    if interrupted.is_set():
+        raise KeyboardInterrupt
     for leftover in parts.glob(".part-*.tmp"):  # from attempts that failed
         leftover.unlink()
     _write_json(out)
+    return sum(written)
+
+
+JOB_GROUP = "kreplica-conform"
+
+
+def _on_interrupt(first: Callable[[], None]) -> Callable[[], None]:
+    """Until the returned function is called, a first Ctrl-C (SIGINT, SIGTERM, SIGHUP) calls
+    `first` and a second raises KeyboardInterrupt (main thread only; elsewhere nothing).
+
+    PySpark's own handler cancels the jobs from inside the signal handler, on the py4j
+    connection the blocked `collect` is using, and py4j then prints pages of tracebacks."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    calls: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        calls.append(signum)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        first()
+
+    kinds = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved = {kind: signal.signal(kind, handler) for kind in kinds}
+
+    def restore() -> None:
+        for kind, previous in saved.items():
+            signal.signal(kind, previous)
+
+    return restore
+
+
+def _cancel(sc: Any, interrupted: threading.Event) -> None:
+    """Cancel the run's Spark job from a thread of its own (its own py4j connection), quietly:
+    the blocked `collect` then fails, and `run_spark` raises KeyboardInterrupt."""
+    interrupted.set()
+
+    def cancel() -> None:
+        with contextlib.suppress(Exception):
+            sc.setLogLevel("OFF")  # cancelled tasks are not errors to print
+            sc.cancelJobGroup(JOB_GROUP)
+
+    threading.Thread(target=cancel, daemon=True).start()
+
+
+DRIVER_ENV = "KREPLICA_CONFORM_DRIVER"
+"""Set to the driver's pid in local mode: Spark's JVM, its Python workers and their TLC
+processes inherit it, so the driver can find TLC processes that a cancelled task left behind
+(Spark kills the worker, and TLC, in a session of its own, would run its batch to the end)."""
+
+
+def _kill_checkers(master: str, rounds: int = 4, pause: float = 0.5) -> None:
+    """In local mode, after a cancelled job: kill this driver's TLC processes, a few times over
+    (a worker being stopped may still start one). Only processes whose environment names this
+    driver are touched."""
+    if not master.startswith("local") or not Path("/proc").is_dir():
+        return
+    mark = f"{DRIVER_ENV}={os.getpid()}".encode()
+    for _ in range(rounds):
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                command = (entry / "cmdline").read_bytes()
+                if b"tlc2.TLC" in command and mark in (entry / "environ").read_bytes().split(b"\0"):
+                    _signal(int(entry.name), signal.SIGKILL)
+            except OSError:
+                continue
+        time.sleep(pause)
 
 
 def _fresh(directory: Path) -> Path:
@@ -292,7 +453,7 @@ def _watch(sc: Any, tasks: int, progress: Progress) -> threading.Event:
     def poll() -> None:
         while not stop.wait(0.5):
             done = 0
-            for job in tracker.getJobIdsForGroup("kreplica-conform"):
+            for job in tracker.getJobIdsForGroup(JOB_GROUP):
                 info = tracker.getJobInfo(job)
                 for stage in info.stageIds if info else ():
                     stage_info = tracker.getStageInfo(stage)
