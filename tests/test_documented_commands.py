@@ -15,10 +15,12 @@ import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.tla.specs import default_spec_dir, load_suites
@@ -142,6 +144,12 @@ def test_the_docs_show_commands_at_all() -> None:
     assert "kreplica check --config S1_HwTruncation" in shown
     assert "kreplica fuzz --bug early-ack --no-unclean" in shown
     assert len(COMMANDS) > 30
+
+
+def test_version_is_the_installed_distributions() -> None:
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"kreplica {version('kreplica')}\n"
 
 
 RUN = {

@@ -32,7 +32,25 @@ class KreplicaGroup(click.Group):
         run_command(self, prog_name or PROG, args, complete_var=complete_var, **extra)
 
 
-@click.group(name=PROG, cls=KreplicaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+EXAMPLES = """\b
+Examples:
+  kreplica check                               model-check the ci suite of the spec
+  kreplica replay traces/golden/S1_HwTruncation.itf.json
+                                               drive the implementation through a trace
+  kreplica fuzz --bug early-ack --no-unclean   find a seeded bug, shrink it, save it
+  kreplica conform out/corpus.jsonl            check recorded traces against the spec
+
+Each command's --help lists its options, examples and exit codes.
+"""
+
+
+@click.group(
+    name=PROG,
+    cls=KreplicaGroup,
+    epilog=EXAMPLES,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.version_option(package_name="kreplica", prog_name=PROG, message="%(prog)s %(version)s")
 def main() -> None:
     """kreplica: a model-checked reference implementation of Kafka partition replication."""
 
