@@ -19,13 +19,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
+from corpus_helpers import walks, write_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.errors import TraceError
-from kreplica.conformance.fuzz.random_walk import corpus
-from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.tla.specs import default_spec_dir
 from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.validate import conform as conform_module
@@ -43,23 +42,9 @@ from kreplica.conformance.validate.sources import (
     split_file,
 )
 from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams, check_texts
-from kreplica.impl.variants import Variant
 
 pytestmark = pytest.mark.tlc
 SPARK_MASTER = "local[2,2]"
-
-
-def walks(n: int, steps: int, seed: int = 7) -> list[str]:
-    """`n` random-walk traces of the correct protocol, as one-line JSON texts."""
-    return [
-        json.dumps(json.loads(dumps_trace(t)))
-        for t in corpus(n, steps, seed, Variant(), replicas=3)
-    ]
-
-
-def write_corpus(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")

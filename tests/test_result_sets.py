@@ -31,33 +31,18 @@ import pyarrow.parquet as pq
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
+from corpus_helpers import walks, write_corpus
 
 from kreplica.conformance.cli import conform as conform_cli
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.errors import CheckerError
-from kreplica.conformance.fuzz.random_walk import corpus
-from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.tla.specs import default_spec_dir
 from kreplica.conformance.validate import results as results_module
 from kreplica.conformance.validate.results import RUN_METADATA, ResultSet, iter_rows
-from kreplica.impl.variants import Variant
 
 pytestmark = pytest.mark.tlc
 KREPLICA = str(Path(sys.executable).parent / "kreplica")
 SET = ("junit.xml", "manifest.json", "results.json", "results.parquet")
-
-
-def walks(n: int, steps: int, seed: int = 7) -> list[str]:
-    """`n` random-walk traces of the correct protocol, one JSON line each."""
-    return [
-        json.dumps(json.loads(dumps_trace(t)))
-        for t in corpus(n, steps, seed, Variant(), replicas=3)
-    ]
-
-
-def write_corpus(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def violating(text: str) -> str:

@@ -1,0 +1,24 @@
+"""Helpers the conformance tests share: small random-walk corpora of the correct protocol."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kreplica.conformance.fuzz.random_walk import corpus
+from kreplica.conformance.tla.itf import dumps_trace
+from kreplica.impl.variants import Variant
+
+
+def walks(n: int, steps: int, seed: int = 7) -> list[str]:
+    """`n` random-walk traces of the correct protocol, one JSON line each."""
+    return [
+        json.dumps(json.loads(dumps_trace(t)))
+        for t in corpus(n, steps, seed, Variant(), replicas=3)
+    ]
+
+
+def write_corpus(path: Path, lines: list[str]) -> Path:
+    """`lines` as a JSON-lines corpus at `path`."""
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
