@@ -93,3 +93,10 @@ def test_an_unknown_variant_is_bad_input() -> None:
     result = replay(str(S1), "--bug", "gremlins")
     assert result.exit_code == 2
     assert "unknown bug 'gremlins'" in one_error_line(result)
+
+
+def test_the_help_documents_every_exit_code() -> None:
+    result = replay("--help")
+    assert result.exit_code == 0
+    for code in ("0  the implementation conforms", "1  it does not", "2  bad input", "4  a step"):
+        assert code in result.stdout, result.stdout

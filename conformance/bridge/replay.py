@@ -9,6 +9,7 @@ step that no simulator step reproduces, or whose state differs.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from kreplica.conformance.bridge.recorder import Event, Recorder
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
 from kreplica.conformance.tla.vocabulary import VARIABLES
-from kreplica.impl.cluster import Cluster
+from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (
     FetchRequest,
@@ -97,6 +98,9 @@ class Setup:
     variant: Variant = field(default_factory=Variant)
     min_insync_replicas: int = 1
     fetch_max_records: int = 1_048_576
+    produce_timeout_ms: int = PRODUCE_TIMEOUT_MS
+    """The producer's request timeout: a recorded run's own (the simulator's default);
+    longer for a TLC trace, whose LeaderShrinkIsr waits must not expire produces."""
 
     def cluster(self) -> Cluster:
         """A fresh cluster answering follower fetches at once, as the spec does."""
@@ -130,6 +134,8 @@ class ReplayResult:
     reason: str = ""
     differences: list[Difference] = field(default_factory=list)
     violations: list[tuple[str, str]] = field(default_factory=list)
+    cannot_replay: bool = False
+    """The implementation cannot take the step at all (SimulationError): not a difference."""
 
 
 def setup_from_config(path: Path) -> Setup:
@@ -158,25 +164,85 @@ class Replayer:
     """Drives a cluster through a trace's actions and compares each state."""
 
     def __init__(self, setup: Setup) -> None:
+        self.produce_timeout_ms = setup.produce_timeout_ms
         self.cluster = setup.cluster()
         self.recorder = Recorder(self.cluster, TP, {"source": "replay"})
         self.queued: list[Event] = []
+        self._pending: list[Event] = []
 
-    def perform(self, action: str, args: dict[str, Any]) -> Event:
-        """Reproduce one spec action; TraceError if no simulator step does."""
+    def perform(
+        self, action: str, args: dict[str, Any], expected: dict[str, Any] | None = None
+    ) -> Event:
+        """Reproduce one spec action; TraceError if no simulator step does. Where several
+        steps could perform it (which message of a link, whether to wait out a backoff), the
+        first whose projected state equals `expected` is taken."""
         if self.queued and (self.queued[0].action, self.queued[0].args) == (action, args):
             return self.queued.pop(0)
         if self.queued:
             raise TraceError(f"the implementation already did {self.queued[0].action} here")
+        candidates = self.candidates(action, args)
+        if len(candidates) > 1 and expected is not None:
+            for steps in candidates:
+                trial = copy.deepcopy((self.cluster, self.recorder))
+                try:
+                    event = self._apply(trial[1], steps, action, args)
+                except (TraceError, SimulationError):  # a candidate the impl refuses
+                    continue
+                if not compare(expected, event.state):
+                    # Taken again on the real cluster: a copy's callbacks (closures, which
+                    # deepcopy shares) still reach the original objects.
+                    return self._apply_done(self._apply(self.recorder, steps, action, args))
+        return self._apply_done(self._apply(self.recorder, candidates[0], action, args))
+
+    def _apply(
+        self, recorder: Recorder, steps: list[Step], action: str, args: dict[str, Any]
+    ) -> Event:
         events: list[Event] = []
-        for step in self.steps_for(action, args):
-            events += self.recorder.apply(step)
+        for step in steps:
+            events += recorder.apply(step)
         matching = [i for i, e in enumerate(events) if (e.action, e.args) == (action, args)]
         if not matching:
             did = ", ".join(e.action for e in events) or "nothing the spec sees"
-            raise TraceError(f"the implementation did {did}")
-        self.queued = events[matching[0] + 1 :]
+            raise TraceError(
+                f"the implementation did {did}" + (f" {events[0].args}" if len(events) == 1 else "")
+            )
+        self._pending = events[matching[0] + 1 :]
         return events[matching[0]]
+
+    def _apply_done(self, event: Event) -> Event:
+        self.queued = self._pending
+        return event
+
+    def candidates(self, action: str, args: dict[str, Any]) -> list[list[Step]]:
+        """Every way of performing `action` the trace's state may tell apart."""
+        first = self.steps_for(action, args)
+        return self._own_candidates(action, args, first)
+
+    def _own_candidates(
+        self, action: str, args: dict[str, Any], first: list[Step]
+    ) -> list[list[Step]]:
+        try:
+            if action in DELIVERED and action != "BecomeLeaderOrFollower":
+                src, r = self._peer(args), int(args.get("replica", 0))
+                queue = self.cluster.network.queue((src, r))
+                return [first] + [
+                    [Deliver(src, r, i)]
+                    for i, env in enumerate(queue)
+                    if self._is(env.payload, action, args) and [Deliver(src, r, i)] != first
+                ]
+            if action == "LoseMessage":
+                src, dst = int(args["from"]), int(args["to"])
+                n = len(self.cluster.network.queue((src, dst)))
+                return [first] + [[Drop(src, dst, i)] for i in range(1, n)]
+            if action in FETCHER_ACTIONS:
+                wait = self.cluster.config.replica_fetch_backoff_ms
+                lag = self.cluster.config.replica_lag_time_max_ms + 1
+                return [first, [Tick(wait), *first], [Tick(lag), *first]]
+            if action == "LeaderShrinkIsr":
+                return [first, *self._shrink_candidates(int(args["replica"]), args["followers"])]
+        except (KeyError, TypeError, ValueError):
+            pass
+        return [first]
 
     def steps_for(self, action: str, args: dict[str, Any]) -> list[Step]:
         """The simulator steps that perform one spec action; TraceError for a malformed one."""
@@ -189,7 +255,7 @@ class Replayer:
         r = int(args.get("replica", 0))
         if action == "Produce":
             acks = int(args.get("acks", self.cluster.variant.acks))
-            send = Produce(TP, (int(args["record"]),), acks, r, PRODUCE_TIMEOUT_MS)
+            send = Produce(TP, (int(args["record"]),), acks, r, self.produce_timeout_ms)
             return [send, Deliver(-1, r, len(self.cluster.network.queue((-1, r))))]
         if action in DELIVERED:
             src = 0 if action == "BecomeLeaderOrFollower" else self._peer(args)
@@ -203,10 +269,29 @@ class Replayer:
         if action == "LeaderShrinkIsr":
             return [Tick(self.cluster.config.replica_lag_time_max_ms + 1), ShrinkIsr(r)]
         if action == "ExpireDelayedProduce":
-            return [Tick(PRODUCE_TIMEOUT_MS + 1)]
+            return [Tick(self.produce_timeout_ms + 1)]
         if action == "LoseMessage":
             return [Drop(int(args["from"]), int(args["to"]), 0)]
         raise TraceError(f"unknown action {action!r}")
+
+    def _shrink_candidates(self, leader: int, followers: Any) -> list[list[Step]]:
+        """ShrinkIsr right now, or after just enough time for exactly `followers` to lag."""
+        partition = self.cluster.partition(leader, TP)
+        if partition is None:
+            return []
+        lag = self.cluster.config.replica_lag_time_max_ms
+        now = self.cluster.clock.now_ms
+        caught = [
+            partition.remote_replicas[f].last_caught_up_time_ms
+            for f in followers
+            if f in partition.remote_replicas
+        ]
+        wait = max(0, max(caught, default=now) + lag + 1 - now)
+        return (
+            [[ShrinkIsr(leader)], [Tick(wait), ShrinkIsr(leader)]]
+            if wait
+            else [[ShrinkIsr(leader)]]
+        )
 
     @staticmethod
     def _peer(args: dict[str, Any]) -> int:
@@ -257,9 +342,11 @@ def _replay_step(replayer: Replayer, index: int, state: ItfState) -> ReplayResul
     """Perform one state's action; a failing ReplayResult, or None when it matches."""
     action, args = state.action or "", dict(state.args)
     try:
-        event = replayer.perform(action, args)
+        event = replayer.perform(action, args, state.values)
     except TraceError as exc:
         return ReplayResult(index, False, index, action, args, str(exc))
+    except SimulationError as exc:
+        return ReplayResult(index, False, index, action, args, str(exc), cannot_replay=True)
     diffs = compare(state.values, event.state)
     if diffs:
         reason = "the states differ: " + ", ".join(d.variable for d in diffs)

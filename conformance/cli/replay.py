@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,28 +12,45 @@ from rich.console import Console
 from rich.table import Table
 
 from kreplica.conformance.bridge.replay import (
+    PRODUCE_TIMEOUT_MS,
     SPEC_ACTIONS,
     ReplayResult,
     Setup,
     replay,
     setup_from_config,
 )
-from kreplica.conformance.bridge.schedule import variant_from_json
+from kreplica.conformance.bridge.schedule import Schedule, schedule_from_json, variant_from_json
+from kreplica.conformance.bridge.schedule import replay as replay_steps
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
-from kreplica.conformance.tla.itf import ItfTrace, printable, read_trace
+from kreplica.conformance.tla.itf import (
+    ItfTrace,
+    decode_trace,
+    iter_jsonl_traces,
+    loads_json,
+    printable,
+    read_json,
+)
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.conformance.validate.shapes import ShapeError, check_shapes
-from kreplica.impl.variants import VariantError, parse_variant
+from kreplica.conformance.validate.sources import CORPUS_SUFFIXES
+from kreplica.impl.cluster import SimulationError
+from kreplica.impl.variants import Variant, VariantError, parse_variant
+
+EXIT_CANNOT_REPLAY = 4
+"""A step the implementation cannot take (a Restart of a running broker, ...)."""
 
 EPILOG = """\b
 Exit codes:
   0  the implementation conforms: every step reproduced, every state equal
+     (for a JSON-lines file or several traces: every one of them)
   1  it does not: the first step that differs is reported
   2  bad input: a missing, truncated or non-ITF trace (or one nested too
-     deeply), an unknown action or variable, a value of another type than the
-     spec's, an unknown variant or bug
+     deeply), PATH:LINE naming no trace, an unknown action or variable, a
+     value of another type than the spec's, an unknown variant or bug
+  4  a step cannot be replayed: the implementation cannot take it (e.g. a
+     Restart of a broker that is running); the step and the reason are printed
 """
 
 
@@ -52,55 +71,98 @@ def check_vocabulary(trace: ItfTrace) -> None:
 def choose_setup(
     trace: ItfTrace, spec_dir: Path, variants: tuple[str, ...], bugs: tuple[str, ...]
 ) -> Setup:
-    """The cluster to replay on: the options, else the trace's config, else the set-up a fuzz
-    trace records, else the correct protocol on the trace's size."""
+    """The cluster to replay on. Replicas and broker config: the trace's model config, else
+    what its #meta records (`kreplica fuzz`, random walks), else the trace's size. Variant:
+    --variant/--bug if given (the rest of the set-up is kept), else the config's or the
+    recorded one, else the correct protocol."""
     config = trace.meta.get("config")
-    if not variants and not bugs and isinstance(config, str):
-        path = spec_dir / f"{config}.cfg"
-        if path.is_file():
-            return setup_from_config(path)
-    if not variants and not bugs and trace.meta.get("source") == "kreplica fuzz":
-        return _fuzz_setup(trace)
+    base: Setup | None = None
+    if isinstance(config, str) and (spec_dir / f"{config}.cfg").is_file():
+        base = setup_from_config(spec_dir / f"{config}.cfg")
+    elif any(key in trace.meta for key in RECORDED):
+        base = recorded_setup(trace)
+    if base is None:
+        logs = trace.states[0].values.get("log")
+        base = Setup(replicas=len(logs) if isinstance(logs, tuple) and logs else 3)
+    if not variants and not bugs:
+        return base
     try:
         variant = parse_variant(variants, bugs)
     except VariantError as exc:
         raise TraceError(str(exc)) from None
-    logs = trace.states[0].values.get("log")
-    replicas = len(logs) if isinstance(logs, tuple) and logs else 3
-    return Setup(replicas=replicas, variant=variant)
+    return replace(base, variant=variant)
 
 
-def _fuzz_setup(trace: ItfTrace) -> Setup:
-    """The set-up in a `kreplica fuzz` trace's #meta: a saved failure's `variant` object, or a
-    corpus trace's `dimensions` and `bugs`; its replicas and broker config."""
+RECORDED_PRODUCE_TIMEOUT_MS = PRODUCE_TIMEOUT_MS
+"""The produce timeout a recorded run is replayed with."""
+
+RECORDED = ("replicas", "min_insync_replicas", "fetch_max_records")
+"""The set-up a recorded trace's #meta holds beside its variant."""
+
+
+def recorded_setup(trace: ItfTrace) -> Setup:
+    """The set-up in a recorded trace's #meta: a saved failure's `variant` object, a corpus
+    trace's `dimensions` and `bugs`, or a random walk's variant label; its replicas and
+    broker config."""
     meta = trace.meta
     recorded = meta.get("variant")
-    if not isinstance(recorded, dict):
-        recorded = {"dimensions": meta.get("dimensions", {}), "bugs": meta.get("bugs", [])}
-    variant = variant_from_json(recorded, "#meta.variant")
+    if isinstance(recorded, dict):
+        variant = variant_from_json(recorded, "#meta.variant")
+    elif "dimensions" in meta or "bugs" in meta:
+        obj = {"dimensions": meta.get("dimensions", {}), "bugs": meta.get("bugs", [])}
+        variant = variant_from_json(obj, "#meta")
+    elif isinstance(recorded, str):
+        variant = variant_from_label(recorded)
+    else:
+        variant = Variant()
     numbers: dict[str, int] = {}
-    for key in ("replicas", "min_insync_replicas", "fetch_max_records"):
+    for key in RECORDED:
         value = meta.get(key)
         numbers[key] = value if isinstance(value, int) and value > 0 else 0
     if not all(numbers.values()):
-        raise TraceError("a kreplica fuzz trace must record replicas, min_insync_replicas and "
-                         "fetch_max_records in #meta as positive integers")  # fmt: skip
+        raise TraceError(
+            "a recorded trace must hold replicas, min_insync_replicas and fetch_max_records "
+            "in #meta as positive integers"
+        )
     return Setup(
         replicas=numbers["replicas"],
         variant=variant,
         min_insync_replicas=numbers["min_insync_replicas"],
         fetch_max_records=numbers["fetch_max_records"],
+        produce_timeout_ms=RECORDED_PRODUCE_TIMEOUT_MS,
     )
+
+
+def variant_from_label(label: str) -> Variant:
+    """A variant from its label (`Variant.label`): 'default', 'truncation=hw,bug=early-ack'."""
+    words = [w for w in label.split(",") if w and w != "default"]
+    bugs = [w.partition("=")[2] for w in words if w.startswith("bug=")]
+    try:
+        return parse_variant([w for w in words if not w.startswith("bug=")], bugs)
+    except VariantError as exc:
+        raise TraceError(f"#meta.variant {printable(label)!r}: {exc}") from None
 
 
 def report(result: ReplayResult, console: Console) -> None:
     """Print the verdict, and where and how the implementation differs."""
     if result.conforms:
-        console.print(f"conforms: {result.steps} steps reproduced, every state equal")
+        console.print(
+            f"conforms: {result.steps} steps reproduced, every state equal", soft_wrap=True
+        )
         for name, reason in result.violations:
-            console.print(f"the implementation breaks {name}: {reason}")
+            console.print(f"the implementation breaks {name}: {reason}", soft_wrap=True)
         return
-    console.print(f"differs at step {result.step} ({result.action} {result.args}): {result.reason}")
+    if result.cannot_replay:
+        console.print(
+            f"cannot be replayed: step {result.step} ({result.action} {result.args}): "
+            f"{result.reason}",
+            soft_wrap=True,
+        )
+        return
+    console.print(
+        f"differs at step {result.step} ({result.action} {result.args}): {result.reason}",
+        soft_wrap=True,
+    )
     if result.differences:
         table = Table("variable", "trace (expected)", "implementation (got)")
         for d in result.differences:
@@ -113,27 +175,123 @@ def _show(value: Any) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
+LINE_ID = re.compile(r"^(?P<path>.+):(?P<line>[0-9]+)$")
+
+
+def read_traces(text: str) -> tuple[list[tuple[str, ItfTrace]], Schedule | None]:
+    """What TRACE names: an ITF file, every line of a JSON-lines file, one line of it
+    (`PATH:LINE`, as `kreplica conform` prints trace ids), or a `*.schedule.json` file."""
+    path = Path(text)
+    found = LINE_ID.match(text)
+    if not path.exists() and found and Path(found["path"]).is_file():
+        return [_line_of(Path(found["path"]), int(found["line"]))], None
+    if path.is_dir():
+        raise TraceError(f"{printable(text)}: a directory; name a trace file")
+    if path.name.endswith(CORPUS_SUFFIXES):
+        traces = [(str(t.meta.get("id", "")) or "", t) for t in iter_jsonl_traces(path)]
+        if not traces:
+            raise TraceError(f"{printable(text)}: no traces in the file")
+        return [(f"{printable(text)}:{n}", t) for n, (_, t) in _numbered(path, traces)], None
+    obj = read_json(path)
+    if isinstance(obj, dict) and obj.get("format") == "kreplica-schedule":
+        return [], schedule_from_json(obj, printable(text))
+    return [(printable(text), decode_trace(obj, printable(text)))], None
+
+
+def _numbered(
+    path: Path, traces: list[tuple[str, ItfTrace]]
+) -> list[tuple[int, tuple[str, ItfTrace]]]:
+    """Each trace with its line number (empty lines hold none)."""
+    with path.open(encoding="utf-8") as handle:
+        lines = [n for n, line in enumerate(handle, start=1) if line.strip()]
+    return list(zip(lines, traces, strict=False))
+
+
+def _line_of(path: Path, line: int) -> tuple[str, ItfTrace]:
+    """The trace on line `line` (from 1) of a JSON-lines file; TraceError if there is none."""
+    name = f"{printable(str(path))}:{line}"
+    try:
+        with path.open(encoding="utf-8") as handle:
+            text = next((t for n, t in enumerate(handle, start=1) if n == line), None)
+    except (OSError, UnicodeDecodeError) as err:
+        raise TraceError(f"{name}: cannot read: {err}") from None
+    if line < 1 or text is None or not text.strip():
+        raise TraceError(f"{name}: no trace on that line (lines are numbered from 1)")
+    return name, decode_trace(loads_json(text, name), name)
+
+
+def replay_schedule(schedule: Schedule, name: str, console: Console) -> int:
+    """Run a saved schedule exactly; 0 if it shows the violation it recorded."""
+    try:
+        result = replay_steps(schedule)
+    except SimulationError as exc:
+        console.print(f"{name}: cannot be replayed: {exc}", soft_wrap=True)
+        return EXIT_CANNOT_REPLAY
+    shown = result.violation
+    console.print(f"{name}: {result.steps_applied} of {len(schedule.steps)} impl steps replayed")
+    if shown is not None:
+        console.print(f"violation {shown[0]}: {shown[1]}")
+    else:
+        console.print("no invariant failed")
+    recorded = schedule.violation
+    if (shown[0] if shown else None) == (recorded[0] if recorded else None):
+        console.print("the same as recorded" if recorded else "as recorded")
+        return EXIT_OK
+    console.print(f"recorded: {recorded[0] + ': ' + recorded[1] if recorded else 'no violation'}")
+    return EXIT_UNEXPECTED
+
+
 @click.command("replay", epilog=EPILOG)
-@click.argument("trace_path", metavar="TRACE", type=click.Path(path_type=Path))
+@click.argument("trace_path", metavar="TRACE")
 @click.option("--variant", "variants", multiple=True, help="NAME=VALUE (repeatable).")
 @click.option("--bug", "bugs", multiple=True, help="A seeded bug (repeatable).")
 @click.option("--spec-dir", type=click.Path(path_type=Path), help="Spec directory.")
 def replay_command(
-    trace_path: Path, variants: tuple[str, ...], bugs: tuple[str, ...], spec_dir: Path | None
+    trace_path: str, variants: tuple[str, ...], bugs: tuple[str, ...], spec_dir: Path | None
 ) -> int:
     """Replay TRACE's actions on the implementation, comparing every state.
 
-    TRACE is an ITF file: a counterexample of `kreplica check` (its config gives the variant),
-    a golden trace of traces/, or a fuzz trace. Without --variant/--bug the variant is read
-    from the trace's config, or from the set-up a fuzz trace records, else the correct
-    protocol is used.
+    TRACE is an ITF file (a counterexample of `kreplica check`, a golden trace of traces/, a
+    fuzz trace), a JSON-lines corpus (every line is replayed, one verdict line each, then a
+    summary), one line of it as `PATH:LINE` (the ids `kreplica conform` prints), or a
+    `*.schedule.json` that `kreplica fuzz` saved (its impl steps are run exactly and the
+    violation compared with the recorded one). Replicas and broker config come from the
+    trace's config or its recorded #meta; the variant too, unless --variant/--bug is given.
     """
-    trace = read_trace(trace_path)
-    try:
-        check_vocabulary(trace)
-    except TraceError as err:
-        raise TraceError(f"{printable(str(trace_path))}: {err}") from None
-    setup = choose_setup(trace, resolve_spec_dir(spec_dir), variants, bugs)
-    result = replay(trace, setup)
-    report(result, make_console())
-    return EXIT_OK if result.conforms else EXIT_UNEXPECTED
+    console = make_console()
+    traces, schedule = read_traces(trace_path)
+    if schedule is not None:
+        if variants or bugs:
+            raise TraceError("--variant/--bug do not apply to a schedule: it records its variant")
+        return replay_schedule(schedule, printable(trace_path), console)
+    spec = resolve_spec_dir(spec_dir)
+    checked = []
+    for name, trace in traces:
+        try:
+            check_vocabulary(trace)
+        except TraceError as err:
+            raise TraceError(f"{name}: {err}") from None
+        checked.append((name, trace, choose_setup(trace, spec, variants, bugs)))
+    if len(checked) == 1:
+        name, trace, setup = checked[0]
+        result = replay(trace, setup)
+        report(result, console)
+        return _code(result)
+    codes = []
+    for name, trace, setup in checked:
+        result = replay(trace, setup)
+        codes.append(_code(result))
+        console.print(f"{name}: ", end="", soft_wrap=True)
+        report(result, console)
+    counts = {code: codes.count(code) for code in (EXIT_OK, EXIT_UNEXPECTED, EXIT_CANNOT_REPLAY)}
+    console.print(
+        f"{len(codes)} traces: {counts[EXIT_OK]} conform, {counts[EXIT_UNEXPECTED]} differ, "
+        f"{counts[EXIT_CANNOT_REPLAY]} cannot be replayed"
+    )
+    return max(codes, key=lambda c: (c == EXIT_CANNOT_REPLAY, c == EXIT_UNEXPECTED))
+
+
+def _code(result: ReplayResult) -> int:
+    if result.conforms:
+        return EXIT_OK
+    return EXIT_CANNOT_REPLAY if result.cannot_replay else EXIT_UNEXPECTED

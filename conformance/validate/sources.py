@@ -13,7 +13,9 @@ it (`number_lines`), which is all a reader needs to know about the rest of the f
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -63,25 +65,100 @@ def split_file(name: str, content: str) -> list[Item]:
     return [(f"{name}:{n}", line) for n, line in enumerate(lines, 1) if line.strip()]
 
 
-def local_files(paths: Sequence[str]) -> list[Path]:
-    """The trace files under local `paths` (directories are searched recursively), sorted."""
+WALKED_SUFFIXES = (".itf.json", *CORPUS_SUFFIXES)
+"""What a directory walk takes: ITF traces and corpora, not the `*.schedule.json` files
+`kreplica fuzz` saves beside its traces (a file named explicitly is read whatever its name)."""
+
+
+def is_walked(name: str) -> bool:
+    """A file a directory walk takes as traces."""
+    return name.endswith(WALKED_SUFFIXES)
+
+
+def walk_files(paths: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """The trace files under local `paths` (directories searched recursively, each sorted),
+    and the other files the walk skipped. TraceError for a missing path, or no trace files."""
     found: list[Path] = []
+    skipped: list[Path] = []
     for text in paths:
         path = Path(text)
         if path.is_dir():
-            found += sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file() and p.name.endswith(TRACE_SUFFIXES + CORPUS_SUFFIXES)
-            )
+            files = sorted(p for p in path.rglob("*") if p.is_file())
+            found += [p for p in files if is_walked(p.name)]
+            skipped += [p for p in files if not is_walked(p.name)]
         elif path.is_file():
             found.append(path)
         else:
             raise TraceError(f"{printable(text)}: no such file or directory")
     if not found:
         named = ", ".join(printable(p) for p in paths)
-        raise TraceError(f"no trace files (*.json, *.jsonl) under {named}")
+        raise TraceError(f"no trace files (*.itf.json, *.jsonl) under {named}")
+    return found, skipped
+
+
+def skipped_note(skipped: Sequence[Path]) -> str:
+    """One line saying which files a directory walk skipped ('' if none)."""
+    if not skipped:
+        return ""
+    example = printable(str(skipped[0]))
+    others = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+    return (
+        f"skipped {len(skipped)} file{'s' if len(skipped) > 1 else ''} that "
+        f"{'are' if len(skipped) > 1 else 'is'} not traces (*.itf.json, *.jsonl): "
+        f"{example}{others}"
+    )
+
+
+def local_files(paths: Sequence[str], warn: Callable[[str], None] | None = None) -> list[Path]:
+    """The trace files under local `paths` (directories are searched recursively for
+    `*.itf.json` and `*.jsonl`), sorted. How many other files were skipped goes to `warn`
+    (stderr by default)."""
+    found, skipped = walk_files(paths)
+    note = skipped_note(skipped)
+    if note:
+        (warn or _stderr)(note)
     return found
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(f"warning: {line}\n")
+
+
+RecordedVariant = str | None
+
+
+def recorded_variant(text: str) -> RecordedVariant:
+    """The variant label a trace's #meta records (`kreplica fuzz`, random walks), or None.
+    Only the start of the text is parsed loosely: this is a note, not a check."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    meta = obj.get("#meta") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    variant = meta.get("variant")
+    if isinstance(variant, dict):  # a saved failure: {"dimensions": {...}, "bugs": [...]}
+        dims = variant.get("dimensions") or {}
+        bugs = variant.get("bugs") or []
+        if not isinstance(dims, dict) or not isinstance(bugs, list):
+            return None
+        words = [f"{k}={v}" for k, v in sorted(dims.items())] + [f"bug={b}" for b in sorted(bugs)]
+        return ",".join(words) or "default"
+    return variant if isinstance(variant, str) else None
+
+
+def variant_note(text: str, checked_against: str) -> str:
+    """A note when the variant a trace records differs from the one it is checked against
+    (`Variant.label()` of both): '' when they agree or the trace records none."""
+    recorded = recorded_variant(text)
+    if recorded is None or _label_words(recorded) == _label_words(checked_against):
+        return ""
+    return f"recorded with variant {recorded}, checked against {checked_against}"
+
+
+def _label_words(label: str) -> frozenset[str]:
+    return frozenset(w for w in label.split(",") if w and w != "default")
 
 
 @dataclass(frozen=True)
