@@ -13,9 +13,11 @@ from kreplica.conformance.cli.main import main
 from kreplica.conformance.cli.replay import EXIT_CANNOT_REPLAY, choose_setup
 from kreplica.conformance.fuzz.random_walk import main as random_walk
 from kreplica.conformance.tla.itf import iter_jsonl_traces
+from kreplica.conformance.validate.results import iter_rows
 from kreplica.conformance.validate.sources import local_files, variant_note
 
 ROOT = Path(__file__).parent.parent
+REGRESSIONS = ROOT / "traces" / "regressions"
 
 
 def run(*args: str) -> Result:
@@ -147,3 +149,21 @@ def test_a_trace_recorded_under_another_variant_is_noted(made: dict[str, Path]) 
     assert note == "recorded with variant bug=early-ack, checked against default"
     assert variant_note(trace.read_text(), "bug=early-ack") == ""
     assert variant_note(made["walks"].read_text().splitlines()[0], "default") == ""
+
+
+def test_conform_notes_a_trace_recorded_under_another_variant(tmp_path: Path) -> None:
+    """Checking a buggy implementation's trace against the correct spec is a feature; doing it
+    silently is not: the row carries a note, and the report counts it."""
+    trace = REGRESSIONS / "bug-early-ack-r3-fcedpi4-s2.itf.json"
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["conform", str(trace), "--no-spark", "--out", str(out)])
+    assert result.exit_code in (0, 1), result.output
+    (row,) = iter_rows(out / "results.parquet")
+    assert row["note"] == "recorded with variant bug=early-ack, checked against default"
+    assert "note: 1 traces recorded with variant bug=early-ack" in result.stdout
+    again = CliRunner().invoke(
+        main, ["conform", str(trace), "--bug", "early-ack", "--no-spark", "--out", str(out)]
+    )
+    assert again.exit_code in (0, 1), again.output
+    (row,) = iter_rows(out / "results.parquet")
+    assert row["note"] == ""

@@ -133,6 +133,8 @@ def _report(summary: Summary, seconds: float, out: Path, console: Console) -> No
         reason, where = row["reason"], f"{row['trace_id']}: "
         console.print(Text(f"error: {reason if reason.startswith(where) else where + reason}"))
     _more(console, v[ERROR] - len(summary.errors), "that could not be checked", out)
+    for note, count in sorted(summary.notes.items()):
+        console.print(Text(f"note: {count:,} traces {note} (the note column says which)"))
     console.print(
         Text(f"results: {out / PARQUET}, {out / 'results.json'}, {out / JUNIT}, {out / MANIFEST}")
     )

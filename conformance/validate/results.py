@@ -53,6 +53,7 @@ COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("diff", pa.string()),
     ("reason", pa.string()),
     ("seconds", pa.float64()),
+    ("note", pa.string()),
 )
 SCHEMA = pa.schema(list(COLUMNS))
 PARQUET = "results.parquet"
@@ -124,6 +125,8 @@ class Summary:
     events: int = 0
     rejected: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    notes: Counter[str] = field(default_factory=Counter)
+    """How many traces got each note (recorded under another variant than checked against)."""
 
     @property
     def traces(self) -> int:
@@ -138,6 +141,8 @@ def summarise(path: Path, keep: int = 10) -> Summary:
     for row in iter_rows(path):
         summary.verdicts[row["verdict"]] += 1
         summary.events += row["events"] or 0
+        if row.get("note"):
+            summary.notes[row["note"]] += 1
     if summary.verdicts[VIOLATES]:
         summary.rejected = _first_by_id(path, VIOLATES, keep)
     if summary.verdicts[ERROR]:

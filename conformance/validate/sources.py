@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -127,17 +128,24 @@ def _stderr(line: str) -> None:
 RecordedVariant = str | None
 
 
+_VARIANT_KEY = re.compile(r'"variant"\s*:\s*')
+_HEAD = 8192
+"""How far into a trace's text its #meta (written first) is looked for."""
+
+
 def recorded_variant(text: str) -> RecordedVariant:
     """The variant label a trace's #meta records (`kreplica fuzz`, random walks), or None.
-    Only the start of the text is parsed loosely: this is a note, not a check."""
+    Only that one value is decoded, found near the start of the text (kreplica writes #meta
+    first), so noting it costs next to nothing beside TLC: this is a note, not a check."""
+    head = text[: min(len(text), _HEAD)]
+    end = head.find('"states"')
+    match = _VARIANT_KEY.search(head, 0, end if end >= 0 else len(head))
+    if match is None:
+        return None
     try:
-        obj = json.loads(text)
+        variant, _ = json.JSONDecoder().raw_decode(text, match.end())
     except ValueError:
         return None
-    meta = obj.get("#meta") if isinstance(obj, dict) else None
-    if not isinstance(meta, dict):
-        return None
-    variant = meta.get("variant")
     if isinstance(variant, dict):  # a saved failure: {"dimensions": {...}, "bugs": [...]}
         dims = variant.get("dimensions") or {}
         bugs = variant.get("bugs") or []

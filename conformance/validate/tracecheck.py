@@ -36,7 +36,7 @@ from kreplica.conformance.tla.tlc_output import TlcResult, Verdict
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
 from kreplica.conformance.validate import tlcdata
 from kreplica.conformance.validate.shapes import ShapeError, check_shapes
-from kreplica.conformance.validate.sources import UNREADABLE
+from kreplica.conformance.validate.sources import UNREADABLE, variant_note
 from kreplica.impl.variants import Variant
 
 TRACE_MODULE = "KafkaReplicationTrace"
@@ -64,6 +64,9 @@ class TraceResult:
     diff: str | None = None
     reason: str = ""
     seconds: float = 0.0
+    note: str = ""
+    """Said of a trace that is checked all the same: recorded under another variant than the
+    one it is checked against (`sources.variant_note`)."""
 
     def row(self) -> dict[str, Any]:
         """A plain dict (one result row)."""
@@ -652,7 +655,10 @@ def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> li
     """Check (id, ITF JSON text) pairs: one result per item, in order, whatever happens."""
     results: dict[int, TraceResult] = {}
     groups: dict[int, list[tuple[int, Prepared]]] = {}
+    notes: dict[int, str] = {}
+    checked_against = settings.params.variant.label()
     for index, (trace_id, text) in enumerate(items):
+        notes[index] = variant_note(text, checked_against)
         try:
             p = prepare(trace_id, text, fast=settings.reader is not None)
         except Exception as err:  # this trace's own error row
@@ -663,6 +669,8 @@ def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> li
         checked = _check_group([p for _, p in group], settings)
         for (index, _), result in zip(group, checked, strict=True):
             results[index] = result
+    for index, note in notes.items():
+        results[index].note = note
     return [_printable(results[i]) for i in sorted(results)]
 
 
