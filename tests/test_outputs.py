@@ -73,7 +73,7 @@ def test_off_a_terminal_a_long_line_is_not_wrapped() -> None:
     assert done.returncode == 1, done.stderr
     line = done.stdout.splitlines()[0]
     assert line.startswith("differs at step 11 (FollowerTruncateToHighWatermark ")
-    assert line.endswith("the implementation did FollowerSendOffsetsForLeaderEpoch")
+    assert "the implementation did FollowerSendOffsetsForLeaderEpoch" in line
     assert len(line) > 100
 
 
@@ -89,3 +89,17 @@ def test_a_long_check_off_a_terminal_prints_progress_lines(
     assert result.exit_code == 0, result.output
     progress = [line for line in result.stderr.splitlines() if line.startswith("kreplica check: ")]
     assert progress and all(line.startswith("kreplica check: CounterOk: ") for line in progress)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--conf", "nope"], "Invalid value for '--conf': 'nope' is not KEY=VALUE"),
+        (["--conf", "a=b", "--no-spark"], "--conf sets Spark properties; it does nothing"),
+    ],
+    ids=["not-key-value", "without-spark"],
+)
+def test_a_bad_spark_conf_is_one_line_before_spark_starts(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["conform", str(GOLDEN), *args])
+    assert result.exit_code == 2
+    assert message in one_error_line(result)

@@ -7,11 +7,20 @@ or takes --corpus), then checks it with Spark local[1], Spark local[2] and the p
 (--no-spark, 2 workers), each in a fresh process, and prints events/s, the ratios the targets
 name, the load averages, and the peak memory of the driver process (its own resident set, not
 Spark's JVM).
+
+    python -m kreplica.conformance.bench.conform --master spark://127.0.0.1:7077 \
+        --executor-python /usr/bin/python3 --mode "spark local[2]" --mode "spark cluster"
+
+adds the mode "spark cluster": the same command with `--master URL` (a standalone cluster, for
+instance one master and one worker), its executors running `--executor-python` (exported as
+PYSPARK_PYTHON to the driver, which passes it on), so local[2] and a cluster are measured side
+by side.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,6 +44,8 @@ MODES: dict[str, list[str]] = {
     "spark local[2]": ["--master", "local[2]"],
     "process pool (2)": ["--no-spark", "--workers", "2"],
 }
+CLUSTER = "spark cluster"
+"""The mode that `--master URL` adds (run only when a URL is given)."""
 
 
 @dataclass
@@ -79,8 +90,12 @@ def _load() -> str:
         return "unknown"
 
 
-def run_mode(mode: str, corpus_dir: Path, out: Path, batch_size: int) -> Measured:
-    """Run `kreplica conform` in a fresh process; time it and read its peak RSS."""
+def run_mode(
+    mode: str, corpus_dir: Path, out: Path, batch_size: int, master: str | None = None,
+    executor_python: str | None = None,
+) -> Measured:  # fmt: skip
+    """Run `kreplica conform` in a fresh process; time it and read its peak RSS. The cluster
+    mode runs against `master`, its executors with `executor_python`."""
     code = (
         "import resource, sys\n"
         "from kreplica.conformance.cli.main import main\n"
@@ -89,10 +104,19 @@ def run_mode(mode: str, corpus_dir: Path, out: Path, batch_size: int) -> Measure
         "    raise\n"
     )
     args = ["conform", str(corpus_dir), "--out", str(out), "--batch-size", str(batch_size)]
+    env = dict(os.environ)
+    if mode == CLUSTER:
+        if master is None:
+            raise click.UsageError(f"the mode {CLUSTER!r} needs --master URL")
+        extra = ["--master", master]
+        if executor_python:
+            env["PYSPARK_PYTHON"] = executor_python
+    else:
+        extra = MODES[mode]
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args, *MODES[mode]],
-        capture_output=True, text=True, check=False,
+        [sys.executable, "-c", code, *args, *extra],
+        capture_output=True, text=True, check=False, env=env,
     )  # fmt: skip
     seconds = time.monotonic() - start
     rss = [line for line in proc.stderr.splitlines() if line.startswith("RSS ")]
@@ -111,13 +135,17 @@ def run_mode(mode: str, corpus_dir: Path, out: Path, batch_size: int) -> Measure
 @click.option("--per-file", type=click.IntRange(min=1), default=500, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=2500, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--mode", "modes", multiple=True, type=click.Choice(list(MODES)),
-              help="Modes to run (default: all three).")  # fmt: skip
+@click.option("--mode", "modes", multiple=True, type=click.Choice([*MODES, CLUSTER]),
+              help="Modes to run (default: all three, and the cluster with --master).")  # fmt: skip
+@click.option("--master", help="A Spark cluster's master URL (spark://HOST:PORT): adds the "
+              f"mode {CLUSTER!r}.")  # fmt: skip
+@click.option("--executor-python", help="The cluster's executors' Python (PYSPARK_PYTHON); "
+              "by default the workers' python3.")  # fmt: skip
 @click.option("--corpus", "given", type=click.Path(exists=True, path_type=Path),
               help="Check this corpus (file or directory) instead of recording one.")  # fmt: skip
 def main(
     traces: int, steps: int, per_file: int, batch_size: int, seed: int, modes: tuple[str, ...],
-    given: Path | None,
+    given: Path | None, master: str | None, executor_python: str | None,
 ) -> None:  # fmt: skip
     """Measure conformance checking throughput on Spark and on a process pool."""
     console = Console(highlight=False)
@@ -129,10 +157,10 @@ def main(
             events = make_corpus(source, traces, steps, per_file, seed)
             console.print(f"corpus: {events} events in {-(-traces // per_file)} files")
         results = []
-        for mode in modes or tuple(MODES):
+        for mode in modes or (*MODES, *([CLUSTER] if master else [])):
             console.print(f"checking with {mode} (load {_load()}) ...")
             out = root / re.sub(r"[^a-z0-9]+", "-", mode)
-            results.append(run_mode(mode, source, out, batch_size))
+            results.append(run_mode(mode, source, out, batch_size, master, executor_python))
         console.print(f"load average at the end: {_load()}")
     table = Table("mode", "traces", "events", "seconds", "events/s", "driver peak MB", "exit")
     for m in results:
@@ -144,6 +172,8 @@ def main(
         console.print(f"local[2] / local[1]: {by['spark local[2]'] / by['spark local[1]']:.2f}")
     if by.get("spark local[2]") and by.get("process pool (2)"):
         console.print(f"spark local[2] / pool: {by['spark local[2]'] / by['process pool (2)']:.2f}")
+    if by.get(CLUSTER) and by.get("spark local[2]"):
+        console.print(f"cluster / local[2]: {by[CLUSTER] / by['spark local[2]']:.2f}")
 
 
 if __name__ == "__main__":

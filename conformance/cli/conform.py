@@ -158,6 +158,16 @@ def _outcome_line(summary: Summary) -> str | None:
     return None
 
 
+def _spark_conf(confs: tuple[str, ...], no_spark: bool) -> dict[str, str]:
+    """--conf KEY=VALUE pairs as Spark properties (one line for a malformed one)."""
+    if confs and no_spark:
+        raise click.BadParameter("--conf sets Spark properties; it does nothing with --no-spark")
+    bad = [c for c in confs if "=" not in c or not c.split("=", 1)[0]]
+    if bad:
+        raise click.BadParameter(f"{bad[0]!r} is not KEY=VALUE", param_hint="'--conf'")
+    return dict(c.split("=", 1) for c in confs)
+
+
 def _reader(choice: str, tlc: TlcOptions) -> Path | None:
     """The compiled trace reader for --reader (None: TLA+ text)."""
     if choice == "tla":
@@ -258,6 +268,13 @@ def _first_line(err: Exception) -> str:
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--no-spark", is_flag=True, help="Use a local process pool instead of Spark.")
 @click.option(
+    "--conf",
+    "confs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark property (repeatable), e.g. spark.pyspark.python=/usr/bin/python3.",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=os.cpu_count() or 1,
@@ -309,7 +326,7 @@ def conform_command(
     paths: tuple[str, ...], out: Path, batch_size: int, master: str, no_spark: bool,
     workers: int, variants: tuple[str, ...], bugs: tuple[str, ...], min_isr: int,
     fetch_max_records: int, tlc_timeout: float, reader: str, spec_dir: Path | None,
-    java: str | None, jar: Path | None,
+    java: str | None, jar: Path | None, confs: tuple[str, ...] = (),
 ) -> int:  # fmt: skip
     """Check that recorded traces conform to the spec: TLC walks each one.
 
@@ -320,6 +337,7 @@ def conform_command(
     that differ from every successor the spec allows.
     """
     spec = resolve_spec_dir(spec_dir)
+    spark_conf = _spark_conf(confs, no_spark)
     check_output_dir(out, "results to")
     params = _params(variants, bugs, min_isr, fetch_max_records)
     tlc = TlcOptions(
@@ -334,7 +352,7 @@ def conform_command(
         try:
             summary, seconds = _run(
                 paths, files, result_set, CheckSettings(params, spec, tlc, _reader(reader, tlc)),
-                batch_size, master, no_spark, workers, java,
+                batch_size, master, no_spark, workers, java, spark_conf,
             )  # fmt: skip
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {_kept(result_set)}") from None
@@ -358,6 +376,7 @@ def conform_command(
 def _run(
     paths: tuple[str, ...], files: list[Path], result_set: ResultSet, settings: CheckSettings,
     batch_size: int, master: str, no_spark: bool, workers: int, java: str | None,
+    spark_conf: dict[str, str],
 ) -> tuple[Summary, float]:  # fmt: skip
     """Check every trace into the run's own staging directory, summarise this run's rows
     (nothing else is in that directory), write the JUnit report and the manifest last, and
@@ -381,7 +400,7 @@ def _run(
             if not master.startswith("local"):
                 settings = replace(settings, tlc=replace(settings.tlc, java=java or "java"))
             run = SparkRun(paths, settings, batch_size, master, ship_files(settings),
-                           metadata=metadata)  # fmt: skip
+                           metadata=metadata, conf=spark_conf)  # fmt: skip
             try:
                 written = run_spark(run, staging, progress)
             except Exception as err:  # Spark's errors are long Java traces: one line instead

@@ -6,8 +6,13 @@ TLC process (`tracecheck.check_texts`), which returns exactly one row per pair w
 wrong. The driver never holds the corpus: the process pool streams files and keeps a few
 batches in flight; on Spark the driver plans shares of about a batch each (runs of files, byte
 ranges of corpora: `sources.plan`), and each task reads its own share, checks it and writes its
-rows as one Parquet part file, so no trace or row passes through Spark's JVM and nothing is
-shuffled. The driver reads the results back from Parquet in record batches.
+rows, which the driver writes as one Parquet part file per task, so no trace passes through
+Spark's JVM and nothing is shuffled. The driver reads the results back from Parquet in record
+batches.
+
+What a Spark executor imports of this module needs only the standard library and the shipped
+zip of kreplica (no pyarrow, no click): pyarrow and `results` are imported by the functions that
+run on the driver, so a cluster's workers need only Java and a plain Python of the same version.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -29,17 +36,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from kreplica.conformance.errors import CheckerError
 from kreplica.conformance.validate import tlcdata
-from kreplica.conformance.validate.results import (
-    JSON,
-    PARQUET,
-    RowWriter,
-    iter_rows,
-    schema_with,
-)
 from kreplica.conformance.validate.sources import (
     Item,
     balanced_batch_size,
@@ -87,6 +85,8 @@ def run_pool(run: PoolRun, out: Path, progress: Progress) -> int:
     """Check every trace of `run.files` in a process pool; write rows to `out` as they come.
     Returns the number of rows written. On Ctrl-C (or any failure) the workers and their TLC
     processes are killed at once, not left to finish the batches in flight."""
+    from kreplica.conformance.validate.results import JSON, PARQUET, RowWriter
+
     for older in (out / PARQUET, out / JSON):
         _remove(older)
     writer = RowWriter(out, metadata=run.metadata)
@@ -167,7 +167,7 @@ def _descendants(pid: int, children: Mapping[int, list[int]]) -> list[int]:
     return found
 
 
-def _collect(finished: Iterable[Future[list[dict[str, Any]]]], writer: RowWriter) -> int:
+def _collect(finished: Iterable[Future[list[dict[str, Any]]]], writer: Any) -> int:
     """Write the rows of finished batches; return how many batches finished."""
     count = 0
     for future in finished:
@@ -192,6 +192,8 @@ class SparkRun:
     """Fault injection for tests: every task's first attempt fails, so Spark retries it."""
     metadata: Mapping[str, str] = field(default_factory=dict)
     """Written into the Parquet schema of every part (`results.RUN_METADATA`)."""
+    conf: Mapping[str, str] = field(default_factory=dict)
+    """Spark properties passed through (`--conf KEY=VALUE`), e.g. spark.pyspark.python."""
 
 
 LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
@@ -199,10 +201,18 @@ LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 compiler and the serial collector it starts about 5 s sooner on a busy 2-core machine."""
 
 
-def spark_context(master: str) -> Any:
-    """The SparkContext for `master` (an existing one is reused). No SparkSession: nothing here
-    uses Spark SQL, and starting it cost about 3 s more (measured)."""
+def spark_context(master: str, extra: Mapping[str, str] | None = None) -> Any:
+    """The SparkContext for `master` (an existing one is reused), with the properties `extra`
+    set last (they win). No SparkSession: nothing here uses Spark SQL, and starting it cost
+    about 3 s more (measured). On a cluster the executors run the Python that
+    `spark.pyspark.python` (or the driver's PYSPARK_PYTHON) names, else the worker's `python3`:
+    not the driver's virtualenv, which the worker's machine does not have."""
     local = master.startswith("local")
+    if not local:
+        check_master(master)
+    python = (extra or {}).get("spark.pyspark.python")
+    if python:  # PySpark's driver reads only the variable when it is not started by spark-submit
+        os.environ["PYSPARK_PYTHON"] = python
     if local:
         os.environ[DRIVER_ENV] = str(os.getpid())  # marks the TLC processes of its workers
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -219,10 +229,29 @@ def spark_context(master: str) -> Any:
             ("spark.python.worker.reuse", "true"),
         ]
         + ([("spark.driver.extraJavaOptions", LOCAL_JVM_OPTIONS)] if local else [])
+        + list((extra or {}).items())
     )
     sc = SparkContext.getOrCreate(conf)
     sc.setLogLevel("ERROR")
     return sc
+
+
+def check_master(master: str, timeout: float = 5.0) -> None:
+    """Fail at once, in one line, if a standalone master (`spark://host:port[,host:port]`) takes
+    no connection: Spark itself retries for a minute and then reports only that every master was
+    unresponsive."""
+    if not master.startswith("spark://"):
+        return  # yarn, k8s://, mesos://: the cluster manager's client reports its own errors
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as err:
+            reasons.append(f"{address}: {err.strerror or err}" if isinstance(err, OSError)
+                           else f"{address}: bad port")  # fmt: skip
+    raise CheckerError(f"the Spark master {master} is unreachable ({'; '.join(reasons)})")
 
 
 def _wanted(name: str, explicit: frozenset[str]) -> bool:
@@ -237,18 +266,20 @@ joins the last batch rather than costing a TLC process of a few traces (measured
 
 @dataclass(frozen=True)
 class TaskJob:
-    """What every Spark task needs: the settings, the batch size, where parts go, a fault."""
+    """What every Spark task needs: the settings, the batch size, a fault to inject."""
 
     settings: CheckSettings
     batch_size: int
-    parts: Path
     fail_first_attempt: bool
-    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
-def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[int]:
+def _check_share(
+    index: int, traces: Iterator[Item], job: TaskJob
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """A Spark task: check its traces in batches, with the spec and jar Spark shipped to it,
-    and write their rows as Parquet part `index`; a retried task replaces its part whole."""
+    and return their rows (plain dicts) to the driver, which writes them as Parquet part
+    `index`. Only the standard library runs here, and no file is written to `--out`: on a
+    cluster that is the driver's disk, not the executor's."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -256,16 +287,40 @@ def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[i
     if job.fail_first_attempt and attempt == 0:
         raise RuntimeError("injected failure of a task's first attempt (test)")
     settings = _shipped(job.settings)
-    temp = job.parts / f".part-{index:05d}-{attempt}-{os.getpid()}.tmp"  # hidden from readers
-    rows = 0
-    schema = schema_with(job.metadata)
+    rows: list[dict[str, Any]] = []
+    for batch in batches(traces, job.batch_size, slack=job.batch_size // SLACK):
+        rows.extend(check_items(batch, settings))
+    yield index, rows
+
+
+def _write_part(parts: Path, index: int, rows: list[dict[str, Any]], metadata: Mapping[str, str]
+                ) -> None:  # fmt: skip
+    """One task's rows as Parquet part `index` (on the driver), through a hidden temporary file
+    and a rename."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kreplica.conformance.validate.results import schema_with
+
+    schema = schema_with(metadata)
+    temp = parts / f".part-{index:05d}-{os.getpid()}.tmp"  # hidden from readers
     with pq.ParquetWriter(temp, schema) as writer:
-        for batch in batches(traces, job.batch_size, slack=job.batch_size // SLACK):
-            checked = check_items(batch, settings)
-            writer.write_table(pa.Table.from_pylist(checked, schema=schema))
-            rows += len(checked)
-    os.replace(temp, job.parts / f"part-{index:05d}.parquet")
-    yield rows
+        writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+    os.replace(temp, parts / f"part-{index:05d}.parquet")
+
+
+def spark_failure(err: BaseException) -> str:
+    """The root cause of a failed Spark job, in one line: the last Python exception of an
+    executor's traceback (`ModuleNotFoundError: No module named 'x'`) if the error holds one,
+    else Spark's own reason (`Job aborted due to stage failure: ...`), else the first line."""
+    text = str(err)
+    found: list[str] = re.findall(r"^\s*((?:[\w.]+\.)?\w*(?:Error|Exception)\b.*)$", text, re.M)
+    python = [line for line in found if not line.startswith(("py4j", "org.apache", "java."))]
+    if python:
+        return python[-1].strip()
+    reason = re.search(r"Job aborted due to stage failure: ([^\n]*)", text)
+    lines = text.strip().splitlines()
+    return (reason.group(1) if reason else lines[0] if lines else type(err).__name__)[:500]
 
 
 def _shipped(settings: CheckSettings) -> CheckSettings:
@@ -293,12 +348,14 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     """Check every trace under `run.paths` on Spark; write Parquet and JSON to `out`. Returns
     the number of rows written (by the successful attempt of each task)."""
     local, remote = spark_inputs(run.paths)
-    sc = spark_context(run.master)
+    from kreplica.conformance.validate.results import PARQUET
+
+    sc = spark_context(run.master, run.conf)
     for path in run.ship:
         sc.addFile(str(path))
     sc.addPyFile(str(package_zip()))
     parts = _fresh(out.resolve() / PARQUET)
-    job = TaskJob(run.settings, run.batch_size, parts, run.fail_first_attempts, run.metadata)
+    job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts)
     traces = _traces(sc, local, remote, run.batch_size)
     watcher = _watch(sc, traces.getNumPartitions(), progress)
     interrupted = threading.Event()
@@ -306,20 +363,22 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     try:
         sc.setJobGroup(JOB_GROUP, "check traces", interruptOnCancel=True)
         written = traces.mapPartitionsWithIndex(lambda i, p: _check_share(i, p, job)).collect()
-    except Exception:
+    except Exception as err:
         if interrupted.is_set():  # the job failed because it was cancelled: say so
             _kill_checkers(run.master)
             raise KeyboardInterrupt from None
-        raise
+        raise CheckerError(f"a task failed: {spark_failure(err)}") from err
     finally:
         restore()
         watcher.set()
     if interrupted.is_set():
         raise KeyboardInterrupt
-    for leftover in parts.glob(".part-*.tmp"):  # from attempts that failed
-        leftover.unlink()
+    rows = 0
+    for index, part in written:  # only the successful attempt of each task is collected
+        _write_part(parts, index, part, run.metadata)
+        rows += len(part)
     _write_json(out)
-    return sum(written)
+    return rows
 
 
 JOB_GROUP = "kreplica-conform"
@@ -407,6 +466,8 @@ def _remove(path: Path) -> None:
 
 def _write_json(out: Path) -> None:
     """results.json from the Parquet, a row a line, read back one record batch at a time."""
+    from kreplica.conformance.validate.results import JSON, PARQUET, iter_rows
+
     target = out / JSON
     _remove(target)
     with target.open("w", encoding="utf-8") as handle:
@@ -465,18 +526,26 @@ def _watch(sc: Any, tasks: int, progress: Progress) -> threading.Event:
     return stop
 
 
-def package_zip() -> Path:
-    """The kreplica package, every room of it, as a zip for Spark's executors (addPyFile): no
-    shared filesystem. Walks src/kreplica through its links to impl/ and conformance/."""
-    import kreplica
+SHIPPED_PACKAGES = ("kreplica", "click")
+"""What the zip for the executors holds: kreplica, and the one third-party package its executor
+side imports (click, through `errors`; pure Python). Everything else there is the standard
+library, so a worker needs only Java and a plain Python of the driver's minor version."""
 
-    root = Path(str(kreplica.__file__)).parent
+
+def package_zip() -> Path:
+    """The packages of `SHIPPED_PACKAGES` as a zip for Spark's executors (addPyFile): no shared
+    filesystem, nothing installed on the workers. Walks src/kreplica through its links to impl/
+    and conformance/."""
+    import importlib
+
     target = Path(tempfile.mkdtemp(prefix="kreplica-pyfiles-")) / "kreplica.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for directory, _, names in sorted(os.walk(root, followlinks=True)):
-            for name in sorted(n for n in names if n.endswith(".py")):
-                source = Path(directory, name)
-                archive.write(source, Path("kreplica", source.relative_to(root)).as_posix())
+        for package in SHIPPED_PACKAGES:
+            root = Path(str(importlib.import_module(package).__file__)).parent
+            for directory, _, names in sorted(os.walk(root, followlinks=True)):
+                for name in sorted(n for n in names if n.endswith((".py", "py.typed"))):
+                    source = Path(directory, name)
+                    archive.write(source, Path(package, source.relative_to(root)).as_posix())
     return target
 
 
