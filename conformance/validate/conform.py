@@ -231,6 +231,9 @@ def spark_context(master: str, extra: Mapping[str, str] | None = None) -> Any:
         + ([("spark.driver.extraJavaOptions", LOCAL_JVM_OPTIONS)] if local else [])
         + list((extra or {}).items())
     )
+    active = getattr(SparkContext, "_active_spark_context", None)
+    if active is not None and active.master != master:  # getOrCreate would hand it back
+        active.stop()
     sc = SparkContext.getOrCreate(conf)
     sc.setLogLevel("ERROR")
     return sc
