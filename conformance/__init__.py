@@ -5,6 +5,8 @@ import. Imports flow one way, down this list, and never up or sideways:
 
     cli        one module per `kreplica` subcommand: parse, call an engine, render
     bench      the benchmark commands (`python -m kreplica.conformance.bench.NAME`)
+    kafka      real Apache Kafka under the model: one fault schedule on a real cluster (ZooKeeper
+               and three broker JVMs) and on kreplica's simulator, and their outcomes compared
     fuzz       Hypothesis state machines, fuzz targets, the corpus writer, random walks
     validate   trace validation with TLC: trace data, batches, Spark and pool runners, results
                (it needs the spec's side only, so a Spark executor loads no simulator)
@@ -22,8 +24,9 @@ fails on an edge it does not allow (Python refuses no cycle, so the test does).
 """
 
 ROOMS: dict[str, frozenset[str]] = {
-    "cli": frozenset({"bench", "fuzz", "validate", "bridge", "tla", "errors", "impl"}),
-    "bench": frozenset({"fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "cli": frozenset({"bench", "kafka", "fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "bench": frozenset({"kafka", "fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "kafka": frozenset({"bridge", "tla", "errors", "impl"}),
     "fuzz": frozenset({"bridge", "tla", "errors", "impl"}),
     "validate": frozenset({"tla", "errors", "impl"}),
     "bridge": frozenset({"tla", "errors", "impl"}),
