@@ -16,15 +16,8 @@ from kreplica.conformance.bridge.checked_steps import (
     checked_violations,
 )
 from kreplica.conformance.bridge.invariants import INVARIANTS
-from kreplica.conformance.bridge.schedule import (
-    STEP_CLASSES,
-    TP,
-    minimize,
-    read_schedule,
-    replay,
-    step_from_json,
-    step_to_json,
-)
+from kreplica.conformance.bridge.schedule import TP, minimize, read_schedule, replay
+from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json, step_to_json
 from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
 from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter

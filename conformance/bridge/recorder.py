@@ -5,11 +5,18 @@ spec action that the step performed, named as the spec names it, with its argume
 the spec does not see (a client sending, a message to a dead broker) changes no spec variable
 and is recorded as nothing: the spec stutters. A Tick can be several spec actions (one per
 delayed produce that expires); the states between them differ only in `pending`.
+
+Each state's `#meta` holds the impl step that performed its action (`step`, for reading), the
+simulated clock after it (`now_ms`) and, under `hidden`, the steps since the previous state
+that the spec did not see (clock ticks, a
+client's send, a fetcher iteration in backoff), as `step_codec` writes them. They change no spec
+variable, but they do change the implementation: a tick ends a fetcher's backoff or makes a
+follower lag. `replay` performs them before the action, so a recorded trace replays exactly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kreplica.conformance.bridge.projection import (
@@ -17,6 +24,7 @@ from kreplica.conformance.bridge.projection import (
     State,
     delivered_to_running,
 )
+from kreplica.conformance.bridge.step_codec import step_to_json
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
 from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.impl.cluster import Cluster
@@ -75,6 +83,10 @@ class Event:
     args: Args
     state: State
     step: str
+    hidden: tuple[Step, ...] = field(default=())
+    """The steps before this action that the spec did not see (see the module docstring)."""
+    now_ms: int | None = None
+    """The simulated clock after the action (None for the initial state)."""
 
 
 def delivery_action(
@@ -125,6 +137,8 @@ class Recorder:
         # (follower, its incarnation, leader, correlation id) of each fetcher request -> the
         # fetcher that sent it
         self.senders: dict[tuple[int, int, int, int], AbstractFetcherThread] = {}
+        self.hidden: list[Step] = []
+        """Steps applied since the last recorded action that performed none."""
 
     @property
     def state(self) -> State:
@@ -150,7 +164,14 @@ class Recorder:
         cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
         self.projector.observe(before, cause)
         after = self.projector.project()
-        events = self._events(step, named, before, after, sent)
+        now = self.cluster.clock.now_ms
+        events = [replace(e, now_ms=now) for e in self._events(step, named, before, after, sent)]
+        if not events:
+            self.hidden.append(step)
+            return events
+        if self.hidden:
+            events[0] = replace(events[0], hidden=tuple(self.hidden))
+            self.hidden = []
         self.events.extend(events)
         return events
 
@@ -259,9 +280,17 @@ class Recorder:
         return events
 
     def trace(self) -> ItfTrace:
-        """The run so far as an ITF trace (action, arguments and impl step in #meta)."""
-        states = [
-            ItfState(e.state, action=e.action, args=e.args, meta={"step": e.step} if e.step else {})
-            for e in self.events
-        ]
-        return ItfTrace(list(VARIABLES), states, meta=dict(self.meta))
+        """The run so far as an ITF trace (action, arguments, impl step and hidden steps in
+        #meta)."""
+        states = [ItfState(e.state, e.action, e.args, meta=_meta(e)) for e in self.events]
+        return ItfTrace(list(VARIABLES), states, meta={**self.meta, "hidden_steps": True})
+
+
+def _meta(event: Event) -> dict[str, Any]:
+    """A state's `#meta` beyond its action: the impl step, and the hidden steps before it."""
+    meta: dict[str, Any] = {"step": event.step} if event.step else {}
+    if event.now_ms is not None:
+        meta["now_ms"] = event.now_ms
+    if event.hidden:
+        meta["hidden"] = [step_to_json(s) for s in event.hidden]
+    return meta

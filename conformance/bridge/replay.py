@@ -5,6 +5,13 @@ spec action per state. `replay` turns each into the simulator step that performs
 it through the Recorder, and compares the projected state with the trace's state, variable by
 variable (a trace may omit variables; only those it has are compared). It stops at the first
 step that no simulator step reproduces, or whose state differs.
+
+A trace kreplica recorded (`hidden_steps` in its `#meta`) also holds what the spec cannot say:
+before each state, the impl steps the spec did not see (clock ticks, a client's send, a fetcher
+iteration in backoff), and the simulated clock after its action. The replay performs those
+steps first and reaches the recorded time exactly, so the action it then derives from the
+trace's name and arguments meets the implementation as the recorded run left it: a fetcher's
+backoff over, a follower lagging by just as long.
 """
 
 from __future__ import annotations
@@ -17,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.conformance.bridge.invariants import violations
-from kreplica.conformance.bridge.projection import State
+from kreplica.conformance.bridge.projection import State, delivered_to_running
 from kreplica.conformance.bridge.recorder import Event, Recorder
+from kreplica.conformance.bridge.step_codec import step_from_json
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
 from kreplica.conformance.tla.vocabulary import VARIABLES
@@ -33,6 +41,7 @@ from kreplica.impl.messages import (
     Message,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
+    ProduceRequest,
     TopicPartition,
 )
 from kreplica.impl.steps import (
@@ -169,6 +178,8 @@ class Replayer:
         self.recorder = Recorder(self.cluster, TP, {"source": "replay"})
         self.queued: list[Event] = []
         self._pending: list[Event] = []
+        self.until_ms: int | None = None
+        """The simulated clock the current action must leave (a recorded trace's `now_ms`)."""
 
     def perform(
         self, action: str, args: dict[str, Any], expected: dict[str, Any] | None = None
@@ -214,9 +225,32 @@ class Replayer:
         return event
 
     def candidates(self, action: str, args: dict[str, Any]) -> list[list[Step]]:
-        """Every way of performing `action` the trace's state may tell apart."""
+        """Every way of performing `action` the trace's state may tell apart (at the recorded
+        time, when the trace gives it: each way's own steps after one tick to that time)."""
         first = self.steps_for(action, args)
-        return self._own_candidates(action, args, first)
+        found = self._own_candidates(action, args, first)
+        if self.until_ms is None:
+            return found
+        wait = self.until_ms - self.cluster.clock.now_ms
+        timed: list[list[Step]] = []
+        for steps in found:
+            own = [s for s in steps if not isinstance(s, Tick)]
+            candidate = [Tick(wait), *own] if wait > 0 else own
+            if candidate not in timed:
+                timed.append(candidate)
+        return timed
+
+    def perform_hidden(self, steps: list[Step]) -> None:
+        """Apply steps the trace records as unseen by the spec; TraceError if one is seen."""
+        if self.queued and steps:
+            raise TraceError(f"the implementation already did {self.queued[0].action} here")
+        for step in steps:
+            events = self.recorder.apply(step)
+            if events:
+                raise TraceError(
+                    f"the implementation did {events[0].action} {events[0].args} at {step!r}, "
+                    "a step the trace records as unseen by the spec"
+                )
 
     def _own_candidates(
         self, action: str, args: dict[str, Any], first: list[Step]
@@ -254,9 +288,16 @@ class Replayer:
     def _steps_for(self, action: str, args: dict[str, Any]) -> list[Step]:
         r = int(args.get("replica", 0))
         if action == "Produce":
+            record = int(args["record"])
+            queue = self.cluster.network.queue((-1, r))
+            for i, envelope in enumerate(queue):  # sent already (a recorded hidden step)
+                if isinstance(envelope.payload, ProduceRequest) and any(
+                    record in p.record_ids for p in envelope.payload.partitions
+                ):
+                    return [Deliver(-1, r, i)]
             acks = int(args.get("acks", self.cluster.variant.acks))
-            send = Produce(TP, (int(args["record"]),), acks, r, self.produce_timeout_ms)
-            return [send, Deliver(-1, r, len(self.cluster.network.queue((-1, r))))]
+            send = Produce(TP, (record,), acks, r, self.produce_timeout_ms)
+            return [send, Deliver(-1, r, len(queue))]
         if action in DELIVERED:
             src = 0 if action == "BecomeLeaderOrFollower" else self._peer(args)
             return [Deliver(src, r, self._index(src, r, action, args))]
@@ -298,9 +339,11 @@ class Replayer:
         return int(args.get("follower", args.get("leader", 0)))
 
     def _index(self, src: int, dst: int, action: str, args: dict[str, Any]) -> int:
-        """Where on link src -> dst the message that `action` handles waits."""
+        """Where on link src -> dst the message that `action` handles waits (one sent to the
+        broker's running incarnation: a message to an earlier one is not in the spec's msgs)."""
         for i, envelope in enumerate(self.cluster.network.queue((src, dst))):
-            if self._is(envelope.payload, action, args):
+            running = delivered_to_running(self.cluster, envelope)
+            if running and self._is(envelope.payload, action, args):
                 return i
         raise TraceError(f"no message for {action} on link {src} -> {dst}")
 
@@ -327,21 +370,33 @@ def compare(expected: dict[str, Any], got: State) -> list[Difference]:
 def replay(trace: ItfTrace, setup: Setup) -> ReplayResult:
     """Replay every action of `trace`; the first step that differs, or 'conforms'."""
     replayer = Replayer(setup)
+    exact = trace.meta.get("hidden_steps") is True
     first = trace.states[0].values
     diffs = compare(first, replayer.recorder.state)
     if diffs:
         return ReplayResult(0, False, 0, "Init", {}, "the initial states differ", diffs)
     for index, state in enumerate(trace.states[1:], start=1):
-        result = _replay_step(replayer, index, state)
+        result = _replay_step(replayer, index, state, exact)
         if result is not None:
             return result
     return ReplayResult(len(trace.states) - 1, True, violations=violations(replayer.recorder.state))
 
 
-def _replay_step(replayer: Replayer, index: int, state: ItfState) -> ReplayResult | None:
-    """Perform one state's action; a failing ReplayResult, or None when it matches."""
+def _replay_step(
+    replayer: Replayer, index: int, state: ItfState, exact: bool
+) -> ReplayResult | None:
+    """Perform one state's action (with `exact`, after its hidden steps and at its recorded
+    time); a failing ReplayResult, or None when it matches."""
     action, args = state.action or "", dict(state.args)
     try:
+        if exact:
+            hidden = state.meta.get("hidden", [])
+            if not isinstance(hidden, list):
+                raise TraceError("'#meta'.hidden must be a list of steps")
+            where = f"state {index} hidden step"
+            replayer.perform_hidden([step_from_json(h, where) for h in hidden])
+            now = state.meta.get("now_ms")
+            replayer.until_ms = now if isinstance(now, int) and not isinstance(now, bool) else None
         event = replayer.perform(action, args, state.values)
     except TraceError as exc:
         return ReplayResult(index, False, index, action, args, str(exc))

@@ -1,10 +1,8 @@
 """Schedules: the impl steps of a run as JSON, replayed exactly, and minimised.
 
-A step is a JSON object naming its class in kreplica.impl.steps and holding its fields:
-`{"step": "Deliver", "src": 1, "dst": 2, "index": 0}`. A topic partition is
-`{"topic": "t", "partition": 0}`, a tuple of record ids a list, an isolation level its name.
-A schedule file (`*.schedule.json`) adds what a replay needs: the variant, the number of
-replicas, the broker config and the violation the run shows (see `Schedule`).
+Each step is a JSON object as `step_codec` writes it. A schedule file (`*.schedule.json`) adds
+what a replay needs: the variant, the number of replicas, the broker config and the violation
+the run shows (see `Schedule`).
 
 `replay` runs a schedule on a fresh cluster with the fuzzer's checks; `minimize` deletes the
 steps a violation does not need, replaying each candidate.
@@ -14,19 +12,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
-from enum import Enum
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
 from kreplica.conformance.bridge.projection import State
+from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.itf import ItfTrace, read_json, write_text_atomic
-from kreplica.impl import steps as steps_module
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
-from kreplica.impl.messages import IsolationLevel, TopicPartition
+from kreplica.impl.messages import TopicPartition
 from kreplica.impl.steps import Step
 from kreplica.impl.variants import DIMENSIONS, Variant, VariantError, parse_variant
 
@@ -35,54 +32,6 @@ SCHEDULE_FORMAT = 1
 
 TP = TopicPartition("t", 0)
 """The partition a schedule drives, on replicas 1..n (the spec models one partition)."""
-
-STEP_CLASSES: dict[str, type] = {
-    name: cls
-    for name, cls in vars(steps_module).items()
-    if isinstance(cls, type) and cls.__module__ == steps_module.__name__
-}
-"""Every step class of kreplica.impl.steps, by name."""
-
-# Fields whose JSON form is not the Python value itself: field name -> decoder.
-_DECODERS: dict[str, Callable[[Any], Any]] = {
-    "tp": lambda v: TopicPartition(str(v["topic"]), int(v["partition"])),
-    "record_ids": lambda v: tuple(int(x) for x in v),
-    "isolation_level": lambda v: IsolationLevel[v],
-}
-
-
-def _encode_value(value: Any) -> Any:
-    """One field value as JSON."""
-    if isinstance(value, TopicPartition):
-        return {"topic": value.topic, "partition": value.partition}
-    if isinstance(value, Enum):
-        return value.name
-    if isinstance(value, tuple):
-        return [_encode_value(v) for v in value]
-    return value
-
-
-def step_to_json(step: Step) -> dict[str, Any]:
-    """A step as a JSON object: its class name, then its fields."""
-    out: dict[str, Any] = {"step": type(step).__name__}
-    for f in fields(step):
-        out[f.name] = _encode_value(getattr(step, f.name))
-    return out
-
-
-def step_from_json(obj: Any, where: str = "step") -> Step:
-    """Decode a step written by `step_to_json`; TraceError if it is not one."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("step"), str):
-        raise TraceError(f"{where}: expected an object with a 'step' name")
-    cls = STEP_CLASSES.get(obj["step"])
-    if cls is None:
-        raise TraceError(f"{where}: unknown step {obj['step']!r}")
-    args = {k: _DECODERS.get(k, lambda v: v)(v) for k, v in obj.items() if k != "step"}
-    try:
-        step: Step = cls(**args)
-    except (TypeError, KeyError, ValueError) as err:
-        raise TraceError(f"{where}: bad {obj['step']} step: {err}") from None
-    return step
 
 
 def variant_to_json(variant: Variant) -> dict[str, Any]:

@@ -311,6 +311,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             "min_insync_replicas": CONFIG.min_insync_replicas,
             "fetch_max_records": FETCH_MAX_RECORDS,
             "impl_steps": len(self.steps),
+            "hidden_steps": True,
         }
         if self.violation is not None:
             meta["violation"] = {"invariant": self.violation[0], "reason": self.violation[1]}
