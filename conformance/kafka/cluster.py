@@ -212,6 +212,7 @@ def check_ports_free(layout: Layout) -> None:
     for node in NODES:
         host, port = layout.host(node), layout.port(node)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVMs bind
             try:
                 probe.bind((host, port))
             except OSError as err:
@@ -277,7 +278,8 @@ class Cluster:
             folder = self.layout.directory(node)
             self.layout.data_dir(node).mkdir(parents=True, exist_ok=True)
             (folder / "tmp").mkdir(exist_ok=True)
-            write_properties(folder / "log4j.properties", log4j_properties(self.layout.log_file(node)))
+            log4j = log4j_properties(self.layout.log_file(node))
+            write_properties(folder / "log4j.properties", log4j)
             if node == ZK:
                 write_properties(folder / "zoo.cfg", zookeeper_properties(self.layout))
             else:
@@ -311,7 +313,8 @@ class Cluster:
             self.install.classpath,
         ]
         if node == ZK:
-            return [*jvm, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(folder / "zoo.cfg")]
+            main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+            return [*jvm, main, str(folder / "zoo.cfg")]
         return [*jvm, "kafka.Kafka", str(folder / "server.properties")]
 
     def _spawn(self, node: Node) -> None:

@@ -57,7 +57,7 @@ class Installation:
 
 
 def find_lib(lib: Path | None = None) -> Path:
-    """The jar directory (argument, else $KREPLICA_KAFKA_LIB, else build/kafka/lib) holding kafka."""
+    """The jar directory: the argument, else $KREPLICA_KAFKA_LIB, else build/kafka/lib."""
     chosen = lib or Path(os.environ.get(LIB_ENV) or DEFAULT_LIB)
     jar = chosen / f"kafka_2.13-{KAFKA_VERSION}.jar"
     if not chosen.is_dir() or not any(chosen.glob("kafka_2.13-*.jar")):

@@ -1,0 +1,117 @@
+"""Network partitions between real brokers and ZooKeeper, as iptables DROP rules on loopback.
+
+Every loopback connection leaves from 127.0.0.1, whichever process opens it, so a rule cannot tell
+broker 2's fetch from broker 3's by the source address. Each node's JVM therefore runs under a
+uid of its own (cluster.py), and a rule drops what one node's uid sends to another node's
+address and listening port: `-m owner --uid-owner UID_A -d HOST_B -p tcp --dport PORT_B -j DROP`.
+That cuts A's connections to B (their packets never arrive) and B's connections to A (the rule
+for B→A), in both directions, since TCP needs both. ZooKeeper opens no connections, so a
+broker cut from ZooKeeper needs one rule. The harness's own clients run as root and are never cut.
+
+The rules live in a chain of their own, `KREPLICA-<port base>`, jumped to from OUTPUT; `heal`
+flushes it (removing exactly the rules added), and leaving the `Network` context removes the
+chain and the jump. A harness killed with -9 leaves the chain behind: the next run on the same
+port base flushes it before it starts (`iptables -S` shows it meanwhile).
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from kreplica.conformance.kafka.cluster import NODES, Layout, Node, NodeFailed
+from kreplica.conformance.kafka.schedule import ZK
+
+
+def full_groups(groups: tuple[tuple[Node, ...], ...]) -> list[set[Node]]:
+    """The partition's groups with every node placed: a node in no group stays with ZooKeeper."""
+    placed = [set(g) for g in groups]
+    missing = set(NODES) - set().union(*placed)
+    home = next((g for g in placed if ZK in g), None)
+    if home is None:
+        home = set()
+        placed.append(home)
+    home |= missing
+    return [g for g in placed if g]
+
+
+def cut_links(groups: tuple[tuple[Node, ...], ...]) -> list[tuple[Node, Node]]:
+    """Every ordered pair (a, b) of nodes in different groups where a may open a connection."""
+    placed = full_groups(groups)
+    pairs: list[tuple[Node, Node]] = []
+    for one, other in itertools.permutations(placed, 2):
+        pairs += [(a, b) for a in sorted(one, key=str) for b in sorted(other, key=str) if a != ZK]
+    return pairs
+
+
+@dataclass
+class Network:
+    """The cluster's partitions: iptables rules in a chain of this run's own."""
+
+    layout: Layout
+    iptables: Path
+    rules: list[list[str]] = field(default_factory=list)
+
+    @property
+    def chain(self) -> str:
+        """This run's chain (one per port base, so runs on other ports are not touched)."""
+        return f"KREPLICA-{self.layout.port_base}"
+
+    def __enter__(self) -> Network:
+        """Create the chain (flushing one a killed run left) and jump to it from OUTPUT."""
+        if self._run("-n", "-L", self.chain, check=False) == 0:
+            self._run("-F", self.chain)
+        else:
+            self._run("-N", self.chain)
+        if self._run("-C", "OUTPUT", "-j", self.chain, check=False) != 0:
+            self._run("-I", "OUTPUT", "1", "-j", self.chain)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Remove every rule, the jump and the chain."""
+        self._run("-F", self.chain, check=False)
+        while self._run("-D", "OUTPUT", "-j", self.chain, check=False) == 0:
+            pass
+        self._run("-X", self.chain, check=False)
+
+    def partition(self, groups: tuple[tuple[Node, ...], ...]) -> list[tuple[Node, Node]]:
+        """Replace the current partition: nodes in different groups cannot talk. The cut links."""
+        self.heal()
+        links = cut_links(groups)
+        for a, b in links:
+            rule = self._rule(a, b)
+            self._run("-A", self.chain, *rule)
+            self.rules.append(rule)
+        return links
+
+    def heal(self) -> None:
+        """End every partition: flush this run's chain."""
+        self._run("-F", self.chain)
+        self.rules.clear()
+
+    def _rule(self, a: Node, b: Node) -> list[str]:
+        uid = self.layout.uid(a)
+        if uid is None:
+            raise NodeFailed("partitions need the nodes to run under uids of their own (root)")
+        return [
+            "-m", "owner", "--uid-owner", str(uid),
+            "-d", self.layout.host(b), "-p", "tcp", "--dport", str(self.layout.port(b)),
+            "-j", "DROP",
+        ]  # fmt: skip
+
+    def _run(self, *args: str, check: bool = True) -> int:
+        done = subprocess.run(
+            [str(self.iptables), "-w", "5", *args], capture_output=True, text=True, check=False
+        )
+        if check and done.returncode != 0:
+            reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise NodeFailed(f"iptables {' '.join(args)}: {reason}")
+        return done.returncode

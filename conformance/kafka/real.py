@@ -1,0 +1,335 @@
+"""One fault schedule on a real Apache Kafka 2.6 cluster, ending in an `Outcome`.
+
+`run_schedule` starts ZooKeeper and three brokers (cluster.py), creates the topic (one partition,
+replicas [1, 2, 3], so broker 1 is the preferred and first leader; min.insync.replicas and
+unclean.leader.election.enable from the schedule), waits for broker 1 to lead a full ISR, performs
+each step for real, reads the outcome, and tears everything down, whatever happens.
+
+How each op is performed: produce through kafka-python (workload.py); crash = SIGKILL and reap;
+restart = start the JVM again once ZooKeeper has expired its old registration; shutdown = SIGTERM
+(Kafka's controlled shutdown); pause/resume = SIGSTOP/SIGCONT; partition/heal = iptables rules
+(nemesis.py); elect = an ElectLeaders admin request (preferred or unclean) to the controller;
+wait = poll the partition's state in ZooKeeper. A step the cluster cannot take as asked (restart
+a running broker, an election the controller refuses, a wait that times out) is noted, not fatal.
+
+The outcome: the acknowledged values per acks; what the final leader serves up to its HW (a
+consumer's read), hence the acknowledged values lost; each replica's log, HW, LEO and epoch from
+its files (observe.py); and the leader, leader epoch and ISR the controller wrote in ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kreplica.conformance.kafka.cluster import (
+    PARTITION,
+    TOPIC,
+    Cluster,
+    ClusterSettings,
+    Layout,
+    NodeFailed,
+    PartitionState,
+    Progress,
+    StartTimeout,
+)
+from kreplica.conformance.kafka.install import Installation, find_iptables
+from kreplica.conformance.kafka.nemesis import Network
+from kreplica.conformance.kafka.observe import diverged, replica_states
+from kreplica.conformance.kafka.outcome import Outcome, ReplicaState
+from kreplica.conformance.kafka.schedule import Schedule, Step
+from kreplica.conformance.kafka.workload import FinalRead, Workload, read_committed_values
+
+DEFAULT_WAIT_S = 30.0
+"""A wait step's time limit when the schedule gives none."""
+
+SETTLE_S = 0.5
+"""Pause before the final reads, so live brokers' HW checkpoints (every 200 ms) catch up."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One performed step: what it was, how long it took, what happened."""
+
+    index: int
+    step: str
+    seconds: float
+    result: str
+
+
+@dataclass(frozen=True)
+class RealRun:
+    """A schedule's run on the real cluster: its outcome and the log of its steps."""
+
+    schedule: str
+    outcome: Outcome
+    steps: tuple[StepResult, ...]
+    start_seconds: float
+    """From the first JVM started to broker 1 leading a full ISR."""
+    total_seconds: float
+    run_dir: Path
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON: the outcome, the steps and the timings."""
+        return {
+            "schedule": self.schedule,
+            "world": "kafka",
+            "outcome": self.outcome.to_json(),
+            "steps": [vars(s) for s in self.steps],
+            "start_seconds": round(self.start_seconds, 3),
+            "total_seconds": round(self.total_seconds, 3),
+            "run_dir": str(self.run_dir),
+        }
+
+
+def needs_network(schedule: Schedule) -> bool:
+    """Whether the schedule partitions the network (and so needs iptables and root)."""
+    return any(s.op in ("partition", "heal") for s in schedule.steps)
+
+
+def settings_for(schedule: Schedule, start_timeout_s: float) -> ClusterSettings:
+    """The cluster settings the schedule chooses (min ISR, unclean election)."""
+    return ClusterSettings(
+        min_insync_replicas=schedule.min_insync_replicas,
+        unclean=schedule.unclean,
+        start_timeout_s=start_timeout_s,
+    )
+
+
+def run_schedule(
+    schedule: Schedule,
+    install: Installation,
+    layout: Layout,
+    start_timeout_s: float = 90.0,
+    progress: Progress | None = None,
+    on_step: Callable[[StepResult], None] | None = None,
+) -> RealRun:
+    """Run the schedule on a fresh real cluster; every JVM and iptables rule is gone after."""
+    began = time.monotonic()
+    iptables = find_iptables() if needs_network(schedule) else None
+    settings = settings_for(schedule, start_timeout_s)
+    with Cluster(install, layout, settings, progress) as cluster:
+        cluster.start()
+        create_topic(cluster, schedule)
+        if progress is not None:
+            progress("topic created, broker 1 leads a full ISR")
+        started = time.monotonic() - began
+        network = Network(layout, iptables) if iptables is not None else None
+        runner = _Runner(cluster, Workload(layout), network, schedule, on_step)
+        try:
+            if network is not None:
+                network.__enter__()
+            runner.run_steps()
+            outcome = runner.observe(install)
+        finally:
+            runner.workload.close()
+            if network is not None:
+                network.__exit__(None, None, None)
+    total = time.monotonic() - began
+    return RealRun(schedule.name, outcome, tuple(runner.results), started, total, layout.run_dir)
+
+
+def create_topic(cluster: Cluster, schedule: Schedule) -> PartitionState:
+    """Create the topic through the admin API, and wait for broker 1 to lead a full ISR."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    configs = {
+        "min.insync.replicas": str(schedule.min_insync_replicas),
+        "unclean.leader.election.enable": str(schedule.unclean).lower(),
+    }
+    topic = {TOPIC: {"assignments": {PARTITION: [1, 2, 3]}, "configs": configs}}
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=cluster.layout.bootstrap(), request_timeout_ms=15000
+        )
+        try:
+            admin.create_topics(topic)
+        finally:
+            admin.close()
+    except KafkaError as err:
+        raise NodeFailed(f"the cluster did not create the topic: {type(err).__name__}") from None
+    return cluster.wait_state(
+        lambda s: s.leader == 1 and len(s.isr) == 3,
+        cluster.settings.start_timeout_s,
+        "broker 1 leading the new topic with a full ISR",
+    )
+
+
+WAITS: dict[str, Callable[[PartitionState], bool]] = {
+    "isr-shrunk": lambda s: len(s.isr) < 3,
+    "isr-full": lambda s: len(s.isr) == 3,
+    "leader": lambda s: s.leader >= 0,
+}
+
+
+@dataclass
+class _Runner:
+    """Performs a schedule's steps on a started cluster and reads the outcome."""
+
+    cluster: Cluster
+    workload: Workload
+    network: Network | None
+    schedule: Schedule
+    on_step: Callable[[StepResult], None] | None
+    results: list[StepResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def run_steps(self) -> None:
+        """Perform every step in order, recording what each did."""
+        for index, step in enumerate(self.schedule.steps):
+            began = time.monotonic()
+            result = self.perform(step)
+            done = StepResult(index, str(step), time.monotonic() - began, result)
+            self.results.append(done)
+            if self.on_step is not None:
+                self.on_step(done)
+
+    def perform(self, step: Step) -> str:
+        """Perform one step; return what happened, in a few words."""
+        handler = getattr(self, f"_{step.op}")
+        result: str = handler(step)
+        return result
+
+    def _note(self, index_step: Step, text: str) -> str:
+        self.notes.append(f"{index_step}: {text}")
+        return text
+
+    def _produce(self, step: Step) -> str:
+        acks = step.acks if step.acks is not None else self.schedule.acks
+        ok, failed = self.workload.produce(step.count or 0, acks)
+        return f"{ok} acknowledged, {failed} not"
+
+    def _broker(self, step: Step) -> int:
+        assert step.broker is not None  # the schedule's parser requires it for these ops
+        return step.broker
+
+    def _crash(self, step: Step) -> str:
+        broker = self._broker(step)
+        if not self.cluster.alive(broker):
+            return self._note(step, "not running: nothing to kill")
+        self.cluster.crash(broker)
+        return "killed (SIGKILL)"
+
+    def _shutdown(self, step: Step) -> str:
+        broker = self._broker(step)
+        if not self.cluster.alive(broker):
+            return self._note(step, "not running: nothing to shut down")
+        self.cluster.shutdown(broker)
+        return f"stopped (SIGTERM, exit {self.cluster.processes[broker].returncode})"
+
+    def _restart(self, step: Step) -> str:
+        broker = self._broker(step)
+        if self.cluster.alive(broker):
+            return self._note(step, "already running: not restarted")
+        self.cluster.restart(broker)
+        return "started and registered"
+
+    def _pause(self, step: Step) -> str:
+        broker = self._broker(step)
+        if not self.cluster.alive(broker):
+            return self._note(step, "not running: nothing to pause")
+        self.cluster.pause(broker)
+        return "paused (SIGSTOP)"
+
+    def _resume(self, step: Step) -> str:
+        broker = self._broker(step)
+        if broker not in self.cluster.paused:
+            return self._note(step, "not paused: nothing to resume")
+        self.cluster.resume(broker)
+        return "resumed (SIGCONT)"
+
+    def _partition(self, step: Step) -> str:
+        assert self.network is not None and step.groups is not None
+        links = self.network.partition(step.groups)
+        return f"{len(links)} one-way links dropped"
+
+    def _heal(self, step: Step) -> str:
+        assert self.network is not None
+        self.network.heal()
+        return "every rule removed"
+
+    def _elect(self, step: Step) -> str:
+        kind = step.kind or "preferred"
+        error = elect_leader(self.cluster.layout, kind)
+        if error:
+            return self._note(step, f"refused: {error}")
+        return "elected"
+
+    def _wait(self, step: Step) -> str:
+        until = step.until or "leader"
+        timeout = step.timeout_s or DEFAULT_WAIT_S
+        try:
+            state = self.cluster.wait_state(WAITS[until], timeout, until)
+        except StartTimeout:
+            return self._note(step, f"not within {timeout:g}s ({self.cluster.partition_state()})")
+        return f"leader {state.leader}, epoch {state.leader_epoch}, isr {list(state.isr)}"
+
+    def observe(self, install: Installation) -> Outcome:
+        """The outcome as it stands now: acknowledged, served, on disk, in ZooKeeper."""
+        time.sleep(SETTLE_S)
+        state = self.cluster.partition_state()
+        read = read_committed_values(self.cluster.layout) if _leads(state) else None
+        replicas = replica_states(install, self.cluster.layout)
+        return build_outcome(self.workload.log.acked, state, read, replicas, self.notes)
+
+
+def _leads(state: PartitionState | None) -> bool:
+    return state is not None and state.leader >= 0
+
+
+def build_outcome(
+    acked: dict[int, list[int]],
+    state: PartitionState | None,
+    read: FinalRead | None,
+    replicas: tuple[ReplicaState, ...],
+    notes: list[str],
+) -> Outcome:
+    """The outcome from what was acknowledged, read and observed (one rule, both worlds' terms).
+
+    The committed values are what a consumer read from the leader up to its HW; if no leader
+    answered, the leader's log on disk up to its checkpointed HW; with no leader, nothing."""
+    leader = state.leader if state is not None and state.leader >= 0 else None
+    notes = list(notes)
+    if read is not None:
+        committed, hw = set(read.values), read.high_watermark
+    elif leader is not None:
+        mine = next(r for r in replicas if r.broker == leader)
+        committed, hw = set(mine.records[: mine.high_watermark]), mine.high_watermark
+        notes.append(f"leader {leader} did not answer the final read: its files were used")
+    else:
+        committed, hw = set(), -1
+        notes.append("no leader at the end: nothing is readable")
+    return Outcome(
+        acked={a: tuple(v) for a, v in sorted(acked.items())},
+        lost={a: tuple(x for x in v if x not in committed) for a, v in sorted(acked.items())},
+        diverged=diverged(replicas),
+        leader=leader,
+        leader_epoch=state.leader_epoch if state is not None else -1,
+        isr=tuple(sorted(state.isr)) if state is not None else (),
+        high_watermark=hw,
+        replicas=replicas,
+        notes=tuple(notes),
+    )
+
+
+def elect_leader(layout: Layout, kind: str) -> str | None:
+    """Ask the controller for a preferred or unclean election; the error's name, or None."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    election_type = 0 if kind == "preferred" else 1
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=layout.bootstrap(), request_timeout_ms=10000)
+    except KafkaError as err:
+        return type(err).__name__
+    try:
+        admin.elect_leaders(election_type, {TOPIC: [PARTITION]}, timeout_ms=10000)
+    except KafkaError as err:
+        return type(err).__name__
+    finally:
+        admin.close()
+    return None
