@@ -1,0 +1,592 @@
+"""A fault schedule on kreplica's simulator: the model's prediction of what real Kafka 2.6 does.
+
+`simulate(schedule)` runs a schedule (`schedule.py`) on `kreplica.impl`'s simulator, translating
+every real-world step into simulator steps on a simulated clock that moves as real time would,
+and returns the run's `Outcome` (`outcome.py`), the same record the real cluster's run ends with.
+`predict(path)` does the same for a schedule file; `python -m kreplica.conformance.kafka.simulate
+SCHEDULE.json` prints it as JSON.
+
+The world being modelled (the real harness: ZooKeeper and brokers 1, 2, 3 on loopback):
+
+* The controller lives with ZooKeeper: "zk" in a partition's groups is the simulator's controller
+  node, and a broker cut from it cannot renew its ZooKeeper session. The client (the harness's
+  producer) reaches every broker that runs and is not paused; partitions cut brokers and ZooKeeper
+  only.
+* ZooKeeper sessions: a broker that is killed, paused or cut from "zk" stops heart-beating; its
+  session expires `Timing.session_timeout_ms` later, and only then does the controller act
+  (`DetectFailure`). The process of a paused or cut-off broker keeps its state and, once it can
+  talk again, opens a new session (`Register`), upon which the controller sends it the current
+  leader and ISR. Until then it serves as it believes: an isolated leader still accepts acks=1
+  writes, and its acks=-1 writes wait for followers that no longer fetch from it until they time
+  out. A broker cut from ZooKeeper cannot write an ISR change, so its ISR task does not run.
+* Real time: every step acts at once, then a nemesis step (crash, restart, shutdown, pause,
+  resume, partition, heal, elect) takes `Timing.nemesis_ms` while the cluster runs; a produce or a
+  wait takes as long as it takes. While time passes, messages are delivered, fetchers run, delayed
+  operations expire on time, every broker's ISR task runs every replica.lag.time.max.ms / 2
+  (R12) and sessions expire. A follower learns a new HW up to replica.fetch.wait.max.ms after an
+  ack, so a crash right after a produce can find a follower whose HW lags, as on a real cluster.
+* The producer (one record per request, R14) sends to the leader it believes in; an answer with an
+  error, no answer within request.timeout.ms, or a refused connection (the broker is down) makes it
+  refresh its metadata (the controller's leader) and retry after retry.backoff.ms, until
+  delivery.timeout.ms. Only an answer without error, received in time, counts as acknowledged.
+
+Values are the producer's sequence numbers 0, 1, 2, ... in send order; every attempt of a value
+is a fresh simulator record id mapped back to that value, so a retried value may sit in a log
+twice, as on a real cluster without idempotence.
+
+May import: `kreplica.impl`, `kreplica.conformance.errors` and this room (the `kafka` room rule,
+tests/test_layout.py). Pinned by tests/test_kafka_simulate.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import click
+
+from kreplica.conformance.errors import run_command
+from kreplica.conformance.kafka.outcome import Outcome, ReplicaState
+from kreplica.conformance.kafka.schedule import BROKERS, ZK, Schedule, Step, load_schedule
+from kreplica.impl.client import CLIENT_ID
+from kreplica.impl.cluster import START_TIME_MS
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.controller import CONTROLLER_ID
+from kreplica.impl.scenario import Scenario
+from kreplica.impl.steps import (
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Drop,
+    Elect,
+    Flush,
+    Heal,
+    Isolate,
+    Produce,
+    Register,
+    Restart,
+    ShrinkIsr,
+    Tick,
+)
+from kreplica.impl.variants import Variant
+
+PREFERRED_LEADER = BROKERS[0]
+"""The topic's preferred replica (the first of the assignment), the first leader."""
+
+NODES = (CONTROLLER_ID, *BROKERS)
+"""The nodes a partition separates: ZooKeeper with the controller, and the brokers."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The real cluster's timeouts (Kafka 2.6 defaults); set them as the real harness sets them."""
+
+    session_timeout_ms: int = 18_000
+    """zookeeper.session.timeout.ms: how long the controller takes to see a silent broker gone."""
+    replica_lag_time_max_ms: int = 30_000
+    """replica.lag.time.max.ms (R12): a follower this long behind leaves the ISR."""
+    request_timeout_ms: int = 30_000
+    """The producer's request.timeout.ms, also the PRODUCE request's timeout (R14)."""
+    delivery_timeout_ms: int = 120_000
+    """The producer's delivery.timeout.ms: it gives a record up after this long."""
+    retry_backoff_ms: int = 100
+    """The producer's retry.backoff.ms."""
+    retries: bool = True
+    """The producer retries a failed send (retries > 0) until delivery.timeout.ms."""
+    nemesis_ms: int = 1_000
+    """Real time a nemesis step takes after it acts (the harness's own latency)."""
+    wait_timeout_ms: int = 120_000
+    """How long a `wait` step waits when it names no timeout_s."""
+    final_settle_ms: int = 30_000
+    """At the end: how long followers may take to catch up and the ISR to fill."""
+
+
+@dataclass
+class _World:
+    """What the simulator does not hold: the faults in force and the producer's view."""
+
+    paused: set[int] = field(default_factory=set)
+    crashed: set[int] = field(default_factory=set)
+    groups: tuple[frozenset[int], ...] = ()
+    """The partition in force, as groups of node ids (empty: none)."""
+    expiries: dict[int, int] = field(default_factory=dict)
+    """Broker -> simulated time at which its ZooKeeper session expires (pending only)."""
+    believed_leader: int | None = PREFERRED_LEADER
+    """The leader in the producer's metadata."""
+    next_value: int = 0
+    values: dict[int, int] = field(default_factory=dict)
+    """Simulator record id -> the producer's value (every attempt of a value)."""
+    acked: dict[int, list[int]] = field(default_factory=dict)
+    """acks -> values acknowledged, in order."""
+    notes: list[str] = field(default_factory=list)
+
+
+class KafkaSim:
+    """A schedule's run on the simulator: one method per schedule op (see the module docstring)."""
+
+    def __init__(
+        self, schedule: Schedule, variant: Variant | None = None, timing: Timing | None = None
+    ) -> None:
+        self.schedule = schedule
+        self.timing = timing or Timing()
+        base = variant or Variant()
+        self.scenario = Scenario(
+            brokers=len(BROKERS),
+            variant=replace(base, election="unclean" if schedule.unclean else "clean"),
+            config=BrokerConfig(
+                replica_lag_time_max_ms=self.timing.replica_lag_time_max_ms,
+                min_insync_replicas=schedule.min_insync_replicas,
+            ),
+        )
+        self.cluster = self.scenario.cluster
+        self.world = _World(acked={schedule.acks: []})
+        self._isr_task_due = self.now + self.timing.replica_lag_time_max_ms // 2
+        self._ops: dict[str, Callable[[Step], None]] = {
+            "produce": self.produce,
+            "crash": self.crash,
+            "restart": self.restart,
+            "shutdown": self.shutdown,
+            "pause": self.pause,
+            "resume": self.resume,
+            "partition": self.partition,
+            "heal": self.heal,
+            "elect": self.elect,
+            "wait": self.wait,
+        }
+
+    # ------------------------------------------------------------------------- queries
+
+    @property
+    def now(self) -> int:
+        """The simulated time in ms."""
+        return self.cluster.clock.now_ms
+
+    def isr(self) -> tuple[int, ...]:
+        """The controller's (ZooKeeper's) ISR of the partition."""
+        return self.scenario.isr()
+
+    def running(self, broker: int) -> bool:
+        """The broker's process runs and is not paused: it works and answers."""
+        return self.cluster.is_alive(broker) and broker not in self.world.paused
+
+    def zk_connected(self, broker: int) -> bool:
+        """The broker runs, is not paused and can reach ZooKeeper."""
+        return self.running(broker) and self._reachable(broker, CONTROLLER_ID)
+
+    def _reachable(self, a: int, b: int) -> bool:
+        """No partition group separates nodes a and b."""
+        groups = self.world.groups
+        return not groups or any(a in g and b in g for g in groups)
+
+    # ----------------------------------------------------------------------- the run
+
+    def run(self) -> Outcome:
+        """Every step in order, then the final settling; the Outcome of the run."""
+        for step in self.schedule.steps:
+            self._ops[step.op](step)
+            if step.op not in ("produce", "wait"):
+                self.advance(self.timing.nemesis_ms)
+        self.settle_at_end()
+        return self.outcome()
+
+    def note(self, text: str) -> None:
+        """Record a modelling remark for the Outcome (e.g. a step that could not act)."""
+        self.world.notes.append(f"t+{(self.now - START_TIME_MS) / 1000:.1f}s: {text}")
+
+    # ------------------------------------------------------------------------- time
+
+    def run_network(self) -> None:
+        """Deliver every deliverable message and run every workable fetcher of a running broker."""
+        cluster = self.cluster
+        while True:
+            progressed = False
+            for src, dst in cluster.network.deliverable_links():
+                cluster.apply(Deliver(src, dst))
+                progressed = True
+            for b in BROKERS:
+                if b in self.world.paused:
+                    continue
+                for source in cluster.brokers[b].workable_fetchers():
+                    cluster.apply(DoWork(b, source))
+                    progressed = True
+            if not progressed:
+                return
+
+    def advance_until(self, done: Callable[[], bool], until_ms: int) -> bool:
+        """Let real time pass until done() holds (True) or the clock reaches until_ms (False)."""
+        while True:
+            self.run_network()
+            if done():
+                return True
+            if self.now >= until_ms:
+                return False
+            self.cluster.apply(Tick(max(1, self._next_event_ms(until_ms) - self.now)))
+            self._fire_timers()
+
+    def advance(self, ms: int) -> None:
+        """Let ms of real time pass."""
+        self.advance_until(lambda: False, self.now + ms)
+
+    def _next_event_ms(self, until_ms: int) -> int:
+        """The earliest time something happens: a broker timer, a session expiry, the ISR task."""
+        times = [until_ms, self._isr_task_due, *self.world.expiries.values()]
+        for b in BROKERS:
+            if self.running(b):
+                wake = self.cluster.brokers[b].next_timer_ms()
+                if wake is not None:
+                    times.append(wake)
+        return min(times)
+
+    def _fire_timers(self) -> None:
+        """Expire due ZooKeeper sessions and run the ISR task when it is due (R12)."""
+        for broker, at in sorted(self.world.expiries.items(), key=lambda item: (item[1], item[0])):
+            if at <= self.now:
+                del self.world.expiries[broker]
+                self._session_expired(broker)
+        if self.now >= self._isr_task_due:
+            self._isr_task_due = self.now + self.timing.replica_lag_time_max_ms // 2
+            for b in BROKERS:
+                if self.zk_connected(b):
+                    self.cluster.apply(ShrinkIsr(b))
+
+    def _session_expired(self, broker: int) -> None:
+        """The controller sees the broker's session expire and drops its channel to it."""
+        self.cluster.apply(DetectFailure(broker))
+        while self.cluster.network.peek((CONTROLLER_ID, broker)) is not None:
+            self.cluster.apply(Drop(CONTROLLER_ID, broker))
+
+    def _lose_session(self, broker: int) -> None:
+        """The broker stopped heart-beating now: its session expires one timeout later."""
+        if broker in self.cluster.controller.live_brokers and broker not in self.world.expiries:
+            self.world.expiries[broker] = self.now + self.timing.session_timeout_ms
+
+    def _reconnect(self, broker: int) -> None:
+        """A running broker reaches ZooKeeper again: keep its session, or open a new one."""
+        self.world.expiries.pop(broker, None)
+        if broker not in self.cluster.controller.live_brokers:
+            self.cluster.apply(Register(broker))
+
+    def _await_session_end(self, broker: int) -> None:
+        """Wait until the broker's old session has expired (a pending expiry only)."""
+        at = self.world.expiries.get(broker)
+        if at is not None:
+            self.advance_until(lambda: broker not in self.world.expiries, at)
+
+    # -------------------------------------------------------------------------- links
+
+    def _wanted_blocks(self) -> set[tuple[int, int]]:
+        """The node pairs that cannot talk: across partition groups, and around paused brokers."""
+        nodes = (*NODES, CLIENT_ID)
+        blocked: set[tuple[int, int]] = set()
+        for a in nodes:
+            for b in nodes:
+                if a < b and (
+                    a in self.world.paused
+                    or b in self.world.paused
+                    or (CLIENT_ID not in (a, b) and not self._reachable(a, b))
+                ):
+                    blocked.add((a, b))
+        return blocked
+
+    def sync_links(self) -> None:
+        """Isolate and heal links so the network matches the partition and pauses in force."""
+        wanted = self._wanted_blocks()
+        current = {(min(a, b), max(a, b)) for a, b in self.cluster.network.blocked}
+        for a, b in sorted(current - wanted):
+            self.cluster.apply(Heal(a, b))
+        for a, b in sorted(wanted - current):
+            self.cluster.apply(Isolate(a, b))
+        self._sync_sessions()
+
+    def _sync_sessions(self) -> None:
+        """Start session expiry for brokers cut from ZooKeeper; reconnect the others."""
+        for b in BROKERS:
+            if not self.cluster.is_alive(b):
+                continue
+            if self.zk_connected(b):
+                self._reconnect(b)
+            else:
+                self._lose_session(b)
+
+    # ---------------------------------------------------------------------------- ops
+
+    def crash(self, step: Step) -> None:
+        """kill -9: the process dies (its page cache survives); its session expires later."""
+        broker = _broker(step)
+        if not self.cluster.is_alive(broker):
+            self.note(f"crash {broker}: already down")
+            return
+        self.cluster.apply(Crash(broker))
+        self.world.crashed.add(broker)
+        self.world.paused.discard(broker)
+        self._lose_session(broker)
+        self.sync_links()
+
+    def restart(self, step: Step) -> None:
+        """Start a stopped broker; it registers once its old session is gone and it reaches ZK."""
+        # Kafka 2.6 refuses to register while the old session's ephemeral node exists, so the
+        # start-up waits for the expiry; a broker cut from ZooKeeper cannot start either.
+        broker = _broker(step)
+        if self.cluster.is_alive(broker):
+            self.note(f"restart {broker}: it is running")
+            return
+        self._await_session_end(broker)
+        if not self._reachable(broker, CONTROLLER_ID):
+            self.note(f"restart {broker}: cut from zk, so it cannot start; not restarted")
+            return
+        self.cluster.apply(Restart(broker))
+        self.world.crashed.discard(broker)
+        self.sync_links()
+
+    def shutdown(self, step: Step) -> None:
+        """Controlled shutdown: leadership moves to the first live ISR replica, then it stops."""
+        # Composed of Flush + Crash + an immediate DetectFailure: the controller's failure
+        # handling elects the first live ISR replica in assignment order and drops the broker
+        # from the ISR with one epoch bump, as ControlledShutdownLeaderElection does; the broker
+        # closes its ZooKeeper session itself, so there is no session timeout.
+        broker = _broker(step)
+        if not self.cluster.is_alive(broker):
+            self.note(f"shutdown {broker}: already down")
+            return
+        if broker in self.world.paused:
+            self.note(f"shutdown {broker}: paused, so it is killed instead")
+        self.cluster.apply(Flush(broker))
+        self.cluster.apply(Crash(broker))
+        self.world.crashed.add(broker)
+        self.world.paused.discard(broker)
+        self.world.expiries.pop(broker, None)
+        self._session_expired(broker)
+        self.sync_links()
+
+    def pause(self, step: Step) -> None:
+        """SIGSTOP: no work, no answers; messages to it wait; its ZooKeeper session lapses."""
+        # A pause longer than the session timeout ends in the controller's failure handling;
+        # a shorter one goes unnoticed by the controller.
+        broker = _broker(step)
+        if not self.running(broker):
+            self.note(f"pause {broker}: not running")
+            return
+        self.world.paused.add(broker)
+        self.sync_links()
+
+    def resume(self, step: Step) -> None:
+        """SIGCONT: the broker catches up on waiting messages and renews or reopens its session."""
+        broker = _broker(step)
+        if broker not in self.world.paused:
+            self.note(f"resume {broker}: not paused")
+            return
+        self.world.paused.discard(broker)
+        self.sync_links()
+
+    def partition(self, step: Step) -> None:
+        """Nodes in different groups cannot talk (replacing any partition in force)."""
+        assert step.groups is not None
+        groups = [frozenset(_node(n) for n in g) for g in step.groups]
+        rest = frozenset(n for n in NODES if not any(n in g for g in groups))
+        if CONTROLLER_ID in rest:
+            groups.append(rest)  # ZooKeeper named in no group: with every unnamed broker
+        else:
+            groups = [g | rest if CONTROLLER_ID in g else g for g in groups]
+        self.world.groups = tuple(groups)
+        self.sync_links()
+
+    def heal(self, step: Step) -> None:
+        """Every partition ends."""
+        del step
+        self.world.groups = ()
+        self.sync_links()
+
+    def elect(self, step: Step) -> None:
+        """kafka-leader-elections: preferred (broker 1, if live and in the ISR) or unclean."""
+        if step.kind == "preferred":
+            self._elect_preferred()
+        else:
+            self._elect_unclean()
+
+    def _elect_preferred(self) -> None:
+        """Elect broker 1 cleanly unless it leads already (ELECTION_NOT_NEEDED) or cannot."""
+        if self.scenario.leader() == PREFERRED_LEADER:
+            return
+        if PREFERRED_LEADER not in self.cluster.controller.live_brokers or (
+            PREFERRED_LEADER not in self.isr()
+        ):
+            self.note("elect preferred: broker 1 is not a live ISR member (not available)")
+            return
+        self.cluster.apply(Elect(self.scenario.tp, PREFERRED_LEADER))
+
+    def _elect_unclean(self) -> None:
+        """Elect the first live replica of a leaderless partition (unclean election enabled)."""
+        # Kafka's admin API answers ELECTION_NOT_NEEDED for a partition that has a leader.
+        if not self.schedule.unclean:
+            self.note("elect unclean: the schedule does not allow unclean election")
+            return
+        if self.scenario.leader() is not None:
+            return
+        live = [b for b in BROKERS if b in self.cluster.controller.live_brokers]
+        if not live:
+            self.note("elect unclean: no live replica")
+            return
+        self.cluster.apply(Elect(self.scenario.tp, live[0]))
+
+    def wait(self, step: Step) -> None:
+        """Wait until the condition holds on the controller's view, or the timeout passes."""
+        conditions: dict[str, Callable[[], bool]] = {
+            "isr-shrunk": lambda: len(self.isr()) < len(BROKERS),
+            "isr-full": lambda: len(self.isr()) == len(BROKERS),
+            "leader": lambda: self.scenario.leader() is not None,
+        }
+        timeout = (
+            self.timing.wait_timeout_ms if step.timeout_s is None else int(step.timeout_s * 1000)
+        )
+        assert step.until is not None
+        if not self.advance_until(conditions[step.until], self.now + timeout):
+            self.note(f"wait {step.until}: timed out")
+
+    # ------------------------------------------------------------------------- produce
+
+    def produce(self, step: Step) -> None:
+        """Produce `count` fresh values one request each, each until acked or given up (R14)."""
+        acks = self.schedule.acks if step.acks is None else step.acks
+        self.world.acked.setdefault(acks, [])
+        for _ in range(step.count or 0):
+            value = self.world.next_value
+            self.world.next_value += 1
+            if self.send_value(value, acks):
+                self.world.acked[acks].append(value)
+
+    def send_value(self, value: int, acks: int) -> bool:
+        """The producer's attempts for one value; True if one was acknowledged in time."""
+        deadline = self.now + self.timing.delivery_timeout_ms
+        while True:
+            if self._attempt(value, acks, deadline):
+                return True
+            if not self.timing.retries or self.now >= deadline:
+                return False
+            self.world.believed_leader = self.scenario.leader()
+            self.advance(min(self.timing.retry_backoff_ms, deadline - self.now))
+
+    def _attempt(self, value: int, acks: int, deadline: int) -> bool:
+        """One PRODUCE of the value to the believed leader; True if acked without error."""
+        target = self.world.believed_leader
+        if target is None or not self.cluster.is_alive(target):
+            return False  # no leader known, or the connection is refused at once
+        record = self.cluster.next_record_id()
+        self.world.values[record] = value
+        timeout = self.timing.request_timeout_ms
+        [sent] = self.cluster.apply(
+            Produce(self.scenario.tp, (record,), acks, target, timeout_ms=timeout)
+        )
+        correlation_id = getattr(sent.payload, "correlation_id")  # noqa: B009
+        pending = self.cluster.client.pending
+        answered = self.advance_until(
+            lambda: correlation_id not in pending, min(self.now + timeout, deadline)
+        )
+        if not answered:
+            pending.pop(correlation_id, None)  # the producer gives up on the connection
+            return False
+        return any(a.correlation_id == correlation_id for a in self.cluster.acked)
+
+    # -------------------------------------------------------------------------- the end
+
+    def settle_at_end(self) -> None:
+        """Like the real harness's end: wait until followers caught up and the ISR is full."""
+        self.advance_until(self._caught_up, self.now + self.timing.final_settle_ms)
+
+    def _caught_up(self) -> bool:
+        """Every running replica matches the leader's LEO and HW, and the ISR is full."""
+        leader = self.scenario.leader()
+        if leader is None or len(self.isr()) < len(BROKERS):
+            return False
+        target = (self.scenario.leo(leader), self.scenario.hw(leader))
+        return all(
+            (self.scenario.leo(b), self.scenario.hw(b)) == target
+            for b in BROKERS
+            if self.running(b)
+        )
+
+    def replica_state(self, broker: int) -> ReplicaState:
+        """One replica's log (as values), HW, LEO and newest cached epoch (its disk if down)."""
+        epochs = self.scenario.epochs(broker)
+        return ReplicaState(
+            broker,
+            self.log_values(broker),
+            self.scenario.hw(broker),
+            self.scenario.leo(broker),
+            epochs[-1][0] if epochs else -1,
+        )
+
+    def log_values(self, broker: int, below: int | None = None) -> tuple[int, ...]:
+        """The values in the broker's log in offset order (only offsets < below, if given)."""
+        return tuple(
+            self.world.values.get(record, -1)
+            for offset, _, record in self.scenario.log(broker)
+            if below is None or offset < below
+        )
+
+    def diverged(self) -> bool:
+        """Two replicas hold different values at the same offset."""
+        seen: dict[int, int] = {}
+        for b in BROKERS:
+            for offset, _, record in self.scenario.log(b):
+                if seen.setdefault(offset, self.world.values.get(record, -1)) != (
+                    self.world.values.get(record, -1)
+                ):
+                    return True
+        return False
+
+    def outcome(self) -> Outcome:
+        """The run's Outcome: acked and lost values per acks, divergence, the partition's state."""
+        leader = self.scenario.leader()
+        hw = self.scenario.hw(leader) if leader is not None else -1
+        kept = set(self.log_values(leader, hw)) if leader is not None else set()
+        acked = {acks: tuple(values) for acks, values in sorted(self.world.acked.items())}
+        return Outcome(
+            acked=acked,
+            lost={
+                acks: tuple(v for v in values if v not in kept) for acks, values in acked.items()
+            },
+            diverged=self.diverged(),
+            leader=leader,
+            leader_epoch=self.scenario.leader_epoch(),
+            isr=tuple(sorted(self.isr())),
+            high_watermark=hw,
+            replicas=tuple(self.replica_state(b) for b in BROKERS),
+            notes=tuple(self.world.notes),
+        )
+
+
+def _broker(step: Step) -> int:
+    """The broker a step names."""
+    assert step.broker is not None
+    return step.broker
+
+
+def _node(name: int | str) -> int:
+    """A partition group's member as a simulator node id ("zk" is the controller)."""
+    return CONTROLLER_ID if name == ZK else int(name)
+
+
+def simulate(
+    schedule: Schedule, variant: Variant | None = None, timing: Timing | None = None
+) -> Outcome:
+    """The model's predicted Outcome of a schedule (deterministic: the same schedule, the same)."""
+    return KafkaSim(schedule, variant, timing).run()
+
+
+def predict(path: Path) -> Outcome:
+    """The predicted Outcome of a schedule file (ScheduleError if it is not a valid schedule)."""
+    return simulate(load_schedule(Path(path)))
+
+
+@click.command()
+@click.argument("schedule", type=click.Path(path_type=Path))
+def main(schedule: Path) -> None:
+    """Print kreplica's predicted outcome of a fault schedule (JSON) on real Kafka 2.6."""
+    click.echo(json.dumps(predict(schedule).to_json(), indent=2))
+
+
+if __name__ == "__main__":
+    run_command(main, "python -m kreplica.conformance.kafka.simulate")
