@@ -11,6 +11,8 @@ prediction is deterministic.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -178,3 +180,21 @@ def test_timing_is_a_parameter_the_real_harness_settings_can_match() -> None:
     steps = (Step("crash", broker=1), Step("produce", count=1))
     assert simulate(Schedule("slow-detection", steps), timing=fast).acked[-1] == ()
     assert simulate(Schedule("slow-detection", steps)).acked[-1] == (0,)
+
+
+def test_the_module_prints_the_prediction_as_json_and_refuses_a_missing_file(
+    tmp_path: Path,
+) -> None:
+    command = [sys.executable, "-m", "kreplica.conformance.kafka.simulate"]
+    done = subprocess.run(
+        [*command, str(SCHEDULES / "acks-all-leader-crash.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["lost"] == {"-1": []}
+    missing = subprocess.run(
+        [*command, str(tmp_path / "nope.json")], capture_output=True, text=True, check=False
+    )
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    assert "cannot read" in missing.stderr and "Traceback" not in missing.stderr

@@ -351,8 +351,10 @@ class KafkaSim:
         if not self.cluster.is_alive(broker):
             self.note(f"shutdown {broker}: already down")
             return
-        if broker in self.world.paused:
-            self.note(f"shutdown {broker}: paused, so it is killed instead")
+        if not self.zk_connected(broker):
+            self.note(f"shutdown {broker}: paused or cut from zk, so it dies as if killed")
+            self.crash(step)
+            return
         self.cluster.apply(Flush(broker))
         self.cluster.apply(Crash(broker))
         self.world.crashed.add(broker)
@@ -364,7 +366,8 @@ class KafkaSim:
     def pause(self, step: Step) -> None:
         """SIGSTOP: no work, no answers; messages to it wait; its ZooKeeper session lapses."""
         # A pause longer than the session timeout ends in the controller's failure handling;
-        # a shorter one goes unnoticed by the controller.
+        # a shorter one goes unnoticed by the controller. Its fetchers and ISR task stand still;
+        # its delayed operations expire on time, and their answers wait until it resumes.
         broker = _broker(step)
         if not self.running(broker):
             self.note(f"pause {broker}: not running")
@@ -432,7 +435,8 @@ class KafkaSim:
         self.cluster.apply(Elect(self.scenario.tp, live[0]))
 
     def wait(self, step: Step) -> None:
-        """Wait until the condition holds on the controller's view, or the timeout passes."""
+        """Wait until the condition holds in ZooKeeper (the controller), or the timeout passes."""
+        # isr-shrunk: fewer than all three in the ISR; isr-full: all three; leader: any leader.
         conditions: dict[str, Callable[[], bool]] = {
             "isr-shrunk": lambda: len(self.isr()) < len(BROKERS),
             "isr-full": lambda: len(self.isr()) == len(BROKERS),
