@@ -11,6 +11,7 @@ import click
 from kreplica.conformance.cli.check import check
 from kreplica.conformance.cli.conform import conform_command
 from kreplica.conformance.cli.fuzz import fuzz
+from kreplica.conformance.cli.kafka import kafka_group
 from kreplica.conformance.cli.replay import replay_command
 from kreplica.conformance.errors import PROG, run_command
 
@@ -39,6 +40,8 @@ Examples:
                                                drive the implementation through a trace
   kreplica fuzz --bug early-ack --no-unclean   find a seeded bug, shrink it, save it
   kreplica conform out/corpus.jsonl            check recorded traces against the spec
+  kreplica kafka run schedules/acks-all-leader-crash.json
+                                               run a fault schedule on a real Kafka cluster
 
 Each command's --help lists its options, examples and exit codes.
 """
@@ -59,3 +62,4 @@ main.add_command(check)
 main.add_command(replay_command)
 main.add_command(fuzz)
 main.add_command(conform_command)
+main.add_command(kafka_group)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -230,6 +231,26 @@ def check_reachable(run_dir: Path) -> None:
                 f"{folder} is not searchable by other users, and the brokers run under uids "
                 "of their own: choose a --workdir elsewhere (chmod o+x)"
             )
+
+
+RUN_MARKER = ".kreplica-kafka-run"
+"""The file that marks a directory as a run directory, which the next run may empty."""
+
+
+def fresh_run_dir(run_dir: Path) -> Path:
+    """Make `run_dir` an empty run directory; refuse a non-empty one that is not a run's."""
+    if run_dir.exists():
+        if not run_dir.is_dir():
+            raise KreplicaError(f"--workdir {run_dir} is not a directory")
+        if any(run_dir.iterdir()) and not (run_dir / RUN_MARKER).exists():
+            raise KreplicaError(
+                f"--workdir {run_dir} is not empty and holds no earlier run: choose another"
+            )
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    (run_dir / RUN_MARKER).touch()
+    os.chmod(run_dir, 0o755)
+    return run_dir
 
 
 def _name(node: Node) -> str:

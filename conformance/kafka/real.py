@@ -40,14 +40,38 @@ from kreplica.conformance.kafka.install import Installation, find_iptables
 from kreplica.conformance.kafka.nemesis import Network
 from kreplica.conformance.kafka.observe import diverged, replica_states
 from kreplica.conformance.kafka.outcome import Outcome, ReplicaState
-from kreplica.conformance.kafka.schedule import Schedule, Step
-from kreplica.conformance.kafka.workload import FinalRead, Workload, read_committed_values
+from kreplica.conformance.kafka.schedule import ZK, Schedule, Step
+from kreplica.conformance.kafka.workload import (
+    DELIVERY_TIMEOUT_MS,
+    REQUEST_TIMEOUT_MS,
+    RETRY_BACKOFF_MS,
+    FinalRead,
+    Workload,
+    read_committed_values,
+)
 
 DEFAULT_WAIT_S = 30.0
 """A wait step's time limit when the schedule gives none."""
 
-SETTLE_S = 0.5
+FINAL_SETTLE_S = 15.0
+"""At the end, how long the harness waits for every running, unpaused broker to be in the ISR."""
+
+CHECKPOINT_S = 0.5
 """Pause before the final reads, so live brokers' HW checkpoints (every 200 ms) catch up."""
+
+HARNESS_TIMING: dict[str, int | bool] = {
+    "session_timeout_ms": 6000,
+    "replica_lag_time_max_ms": 4000,
+    "request_timeout_ms": REQUEST_TIMEOUT_MS,
+    "delivery_timeout_ms": DELIVERY_TIMEOUT_MS,
+    "retry_backoff_ms": RETRY_BACKOFF_MS,
+    "retries": True,
+    "wait_timeout_ms": int(DEFAULT_WAIT_S * 1000),
+    "final_settle_ms": int(FINAL_SETTLE_S * 1000),
+}
+"""The real harness's timeouts, named as simulate.Timing names them (`Timing(**HARNESS_TIMING)`
+models this harness): ZooKeeper session, replica lag, the producer's request and delivery time
+limits and retry back-off, a wait step's default limit, the final settling."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +120,8 @@ def settings_for(schedule: Schedule, start_timeout_s: float) -> ClusterSettings:
         min_insync_replicas=schedule.min_insync_replicas,
         unclean=schedule.unclean,
         start_timeout_s=start_timeout_s,
+        zk_session_timeout_ms=int(HARNESS_TIMING["session_timeout_ms"]),
+        replica_lag_time_max_ms=int(HARNESS_TIMING["replica_lag_time_max_ms"]),
     )
 
 
@@ -269,12 +295,23 @@ class _Runner:
         return f"leader {state.leader}, epoch {state.leader_epoch}, isr {list(state.isr)}"
 
     def observe(self, install: Installation) -> Outcome:
-        """The outcome as it stands now: acknowledged, served, on disk, in ZooKeeper."""
-        time.sleep(SETTLE_S)
-        state = self.cluster.partition_state()
+        """The outcome once settled: acknowledged, served, on disk, in ZooKeeper."""
+        state = self.settle()
+        time.sleep(CHECKPOINT_S)
         read = read_committed_values(self.cluster.layout) if _leads(state) else None
         replicas = replica_states(install, self.cluster.layout)
         return build_outcome(self.workload.log.acked, state, read, replicas, self.notes)
+
+    def settle(self) -> PartitionState | None:
+        """Wait (up to FINAL_SETTLE_S) until every running, unpaused broker is in the ISR."""
+        up = {b for b in self.cluster.processes if b != ZK and self.cluster.alive(b)}
+        up -= self.cluster.paused
+        try:
+            return self.cluster.wait_state(lambda s: up <= set(s.isr), FINAL_SETTLE_S, "settle")
+        except StartTimeout:
+            state = self.cluster.partition_state()
+            self.notes.append(f"at the end, running brokers {sorted(up)} not all in the ISR")
+            return state
 
 
 def _leads(state: PartitionState | None) -> bool:

@@ -24,8 +24,11 @@ REQUEST_TIMEOUT_MS = 7000
 """One produce request's time limit: longer than replica.lag.time.max.ms (4 s), so that an
 acks=-1 request waiting on a dead follower sees the ISR shrink and is answered."""
 
-DELIVERY_TIMEOUT_MS = 12000
-"""A record's time limit, retries included."""
+DELIVERY_TIMEOUT_MS = 10000
+"""A record's time limit, retries included: the producer retries until then."""
+
+RETRY_BACKOFF_MS = 250
+"""The producer's pause before a retry (and a metadata refresh)."""
 
 
 @dataclass
@@ -78,8 +81,8 @@ class Workload:
                 bootstrap_servers=self.layout.bootstrap(),
                 acks=acks,
                 enable_idempotence=False,
-                retries=2,
-                retry_backoff_ms=250,
+                retries=1_000_000,
+                retry_backoff_ms=RETRY_BACKOFF_MS,
                 linger_ms=0,
                 max_in_flight_requests_per_connection=1,
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
