@@ -217,7 +217,12 @@ def _cut_from_zk(groups: Sequence[Sequence[int | str]]) -> set[int]:
 
 
 def _random_groups(rng: random.Random) -> tuple[tuple[int | str, ...], ...]:
-    """A random partition: one or two brokers cut off, ZooKeeper on either side."""
+    """A random partition: often the first leader or its followers cut off, else any cut."""
+    shape = rng.random()
+    if shape < 0.3:
+        return LEADER_ALONE
+    if shape < 0.45:
+        return FOLLOWERS_ALONE
     nodes: list[int | str] = [*BROKERS, ZK]
     rng.shuffle(nodes)
     cut = rng.randint(1, 2)
@@ -236,7 +241,7 @@ def _waits(faults: _Faults) -> list[Step]:
 
 def _fault(rng: random.Random, faults: _Faults) -> Step:
     """One random step that is meaningful given the faults in force."""
-    choices: list[Step] = [_produce(rng.randint(1, 4), rng.choice((-1, 1)))]
+    choices = [_produce(rng.randint(1, 4), acks) for acks in (-1, 1)]  # produce weighs double
     running = faults.running()
     if len(running) > 1:
         choices += [_on(op, rng.choice(running)) for op in ("crash", "shutdown", "pause")]
