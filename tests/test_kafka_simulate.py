@@ -31,7 +31,7 @@ from kreplica.conformance.kafka.schedule import (
     load_schedule,
     parse_schedule,
 )
-from kreplica.conformance.kafka.simulate import Timing, predict, simulate
+from kreplica.conformance.kafka.simulate import Timing, harness_timing, predict, simulate
 from kreplica.impl.variants import Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,3 +198,24 @@ def test_the_module_prints_the_prediction_as_json_and_refuses_a_missing_file(
     )
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
     assert "cannot read" in missing.stderr and "Traceback" not in missing.stderr
+
+
+EXPECTED_LOST = {
+    "acks-all-leader-crash": [],
+    "acks-all-leader-partition": [],
+    "acks1-leader-fails-before-replication": [5, 6, 7, 8, 9],
+    "unclean-after-isr-shrank": [3, 4, 5],
+    "kip101-follower-restart-leader-fails": [],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_LOST))
+def test_the_verdicts_hold_under_the_real_harness_timeouts(name: str) -> None:
+    outcome = predict(SCHEDULES / f"{name}.json", harness_timing())
+    assert lost(outcome) == EXPECTED_LOST[name] and not outcome.diverged
+    assert outcome.isr == BROKERS
+
+
+def test_kip101_scenario_1_under_the_harness_timeouts_fails_with_hw_truncation() -> None:
+    schedule = NAMED["kip101-follower-restart-leader-fails"]
+    assert lost(simulate(schedule, HW_TRUNCATION, harness_timing())) == [4]

@@ -241,16 +241,18 @@ class KafkaSim:
         return min(times)
 
     def _fire_timers(self) -> None:
-        """Expire due ZooKeeper sessions and run the ISR task when it is due (R12)."""
-        for broker, at in sorted(self.world.expiries.items(), key=lambda item: (item[1], item[0])):
-            if at <= self.now:
-                del self.world.expiries[broker]
-                self._session_expired(broker)
+        """Run the ISR task when it is due (R12), then expire due ZooKeeper sessions."""
+        # At the same instant the ISR task goes first: ZooKeeper expires sessions in ticks, at or
+        # after the nominal timeout, so a leader's shrink due then has usually been written.
         if self.now >= self._isr_task_due:
             self._isr_task_due = self.now + self.timing.replica_lag_time_max_ms // 2
             for b in BROKERS:
                 if self.zk_connected(b):
                     self.cluster.apply(ShrinkIsr(b))
+        for broker, at in sorted(self.world.expiries.items(), key=lambda item: (item[1], item[0])):
+            if at <= self.now:
+                del self.world.expiries[broker]
+                self._session_expired(broker)
 
     def _session_expired(self, broker: int) -> None:
         """The controller sees the broker's session expire and drops its channel to it."""
@@ -580,16 +582,31 @@ def simulate(
     return KafkaSim(schedule, variant, timing).run()
 
 
-def predict(path: Path) -> Outcome:
+def predict(path: Path, timing: Timing | None = None) -> Outcome:
     """The predicted Outcome of a schedule file (ScheduleError if it is not a valid schedule)."""
-    return simulate(load_schedule(Path(path)))
+    return simulate(load_schedule(Path(path)), timing=timing)
+
+
+def harness_timing() -> Timing:
+    """The timeouts the real harness sets (real.HARNESS_TIMING), as a Timing."""
+    from kreplica.conformance.kafka.real import HARNESS_TIMING  # the harness, loaded on demand
+
+    return Timing(**HARNESS_TIMING)  # type: ignore[arg-type]
 
 
 @click.command()
 @click.argument("schedule", type=click.Path(path_type=Path))
-def main(schedule: Path) -> None:
+@click.option(
+    "--timing",
+    type=click.Choice(["harness", "kafka-defaults"]),
+    default="harness",
+    show_default=True,
+    help="The real harness's timeouts, or Kafka 2.6's defaults.",
+)
+def main(schedule: Path, timing: str) -> None:
     """Print kreplica's predicted outcome of a fault schedule (JSON) on real Kafka 2.6."""
-    click.echo(json.dumps(predict(schedule).to_json(), indent=2))
+    chosen = harness_timing() if timing == "harness" else Timing()
+    click.echo(json.dumps(predict(schedule, chosen).to_json(), indent=2))
 
 
 if __name__ == "__main__":
