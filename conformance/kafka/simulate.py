@@ -96,6 +96,12 @@ class Timing:
     """The producer's retry.backoff.ms."""
     retries: bool = True
     """The producer retries a failed send (retries > 0) until delivery.timeout.ms."""
+    replica_fetch_wait_max_ms: int = 500
+    """replica.fetch.wait.max.ms: a follower learns a new HW at most this long after it moved."""
+    replica_fetch_backoff_ms: int = 1_000
+    """replica.fetch.backoff.ms: a fetcher's pause after an error."""
+    replica_socket_timeout_ms: int = 30_000
+    """replica.socket.timeout.ms: a fetch to a broker that died unanswered fails after this."""
     nemesis_ms: int = 1_000
     """Real time a nemesis step takes after it acts (the harness's own latency)."""
     wait_timeout_ms: int = 120_000
@@ -139,6 +145,9 @@ class KafkaSim:
             config=BrokerConfig(
                 replica_lag_time_max_ms=self.timing.replica_lag_time_max_ms,
                 min_insync_replicas=schedule.min_insync_replicas,
+                replica_fetch_wait_max_ms=self.timing.replica_fetch_wait_max_ms,
+                replica_fetch_backoff_ms=self.timing.replica_fetch_backoff_ms,
+                replica_socket_timeout_ms=self.timing.replica_socket_timeout_ms,
             ),
         )
         self.cluster = self.scenario.cluster
@@ -587,11 +596,19 @@ def predict(path: Path, timing: Timing | None = None) -> Outcome:
     return simulate(load_schedule(Path(path)), timing=timing)
 
 
+HARNESS_FETCHER = {
+    "replica_fetch_wait_max_ms": 100,
+    "replica_fetch_backoff_ms": 200,
+    "replica_socket_timeout_ms": 3_000,
+}
+"""The fetcher settings cluster.broker_properties writes, where real.HARNESS_TIMING lacks them."""
+
+
 def harness_timing() -> Timing:
     """The timeouts the real harness sets (real.HARNESS_TIMING), as a Timing."""
     from kreplica.conformance.kafka.real import HARNESS_TIMING  # the harness, loaded on demand
 
-    return Timing(**HARNESS_TIMING)  # type: ignore[arg-type]
+    return Timing(**{**HARNESS_FETCHER, **HARNESS_TIMING})  # type: ignore[arg-type]
 
 
 @click.command()
