@@ -234,8 +234,8 @@ class Replayer:
         wait = self.until_ms - self.cluster.clock.now_ms
         timed: list[list[Step]] = []
         for steps in found:
-            own = [s for s in steps if not isinstance(s, Tick)]
-            candidate = [Tick(wait), *own] if wait > 0 else own
+            candidate: list[Step] = [Tick(wait)] if wait > 0 else []
+            candidate += [s for s in steps if not isinstance(s, Tick)]
             if candidate not in timed:
                 timed.append(candidate)
         return timed

@@ -55,7 +55,7 @@ from kreplica.conformance.validate.results import (
 from kreplica.conformance.validate.sources import local_files
 from kreplica.conformance.validate.tlcdata import build_reader, default_cache_dir
 from kreplica.conformance.validate.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
-from kreplica.impl.variants import Variant, VariantError, parse_variant
+from kreplica.impl.variants import Variant, VariantError, not_in_spec, parse_variant
 
 EPILOG = """\b
 Exit codes:
@@ -95,6 +95,12 @@ def _params(
         variant = parse_variant(variants, bugs)
     except VariantError as err:
         raise click.BadParameter(str(err)) from None
+    unmodelled = not_in_spec(variant)
+    if unmodelled:
+        raise click.BadParameter(
+            f"the spec does not model {', '.join(unmodelled)} (the implementation alone has it): "
+            "traces are checked against the spec"
+        )
     return SpecParams(variant=variant, min_insync_replicas=min_isr, fetch_max_records=fetch)
 
 

@@ -1,7 +1,9 @@
 """Trace validation: do recorded traces conform to the spec? TLC answers, in batches.
 
-Holds: `tracecheck` (one batch of traces through TLC, one verdict each), `tlcdata` (trace data
-in a binary file that the Java reader in `java/` hands to TLC), `sources` (ITF files and
+Holds: `tracecheck` (one batch of traces through TLC, one verdict each), `trace_events` (a trace
+as the check reads it: each state's action and what changed), `tlcdata` (trace data in a binary
+file that the Java reader in `java/` hands to TLC), `shapes` (each variable's type, from the
+spec's TypeOK, for one-line errors on values of the wrong type), `sources` (ITF files and
 JSON-lines corpora, read as `(trace id, text)`), `conform` (the Spark and process-pool
 runners), `results` (one row per trace: Parquet, JSON lines, JUnit XML, the summary).
 

@@ -39,8 +39,9 @@ from kreplica.conformance.errors import CheckerError, KreplicaError
 from kreplica.conformance.tla.itf import ItfTrace, decode_trace
 from kreplica.conformance.tla.tlavalue import Map, ModelValue, Record, Value, is_identifier
 from kreplica.conformance.tla.tlc import find_tla2tools
-from kreplica.conformance.tla.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
+from kreplica.conformance.tla.vocabulary import ACTION_ARGS, VARIABLES
 from kreplica.conformance.validate.shapes import shape_table
+from kreplica.conformance.validate.trace_events import hidden, trace_events
 
 MODULE = "TraceData"
 AGREEMENT_MODULE = "TraceAgreement"
@@ -288,28 +289,17 @@ def _fields(values: Mapping[str, Value]) -> Value:
 
 def trace_value(trace: ItfTrace) -> Value:
     """One trace as `tracecheck.render` writes it: [hidden, events], events keep what changed."""
-    observed = [v for v in VARIABLES if v in trace.vars]
-    hidden = frozenset(v for v in VARIABLES if v not in observed)
     events: list[Value] = []
-    previous: Mapping[str, Value] | None = None
-    for state in trace.states:
-        values = state.values
-        changed = {
-            v: values[v]
-            for v in observed
-            if v in values and (previous is None or v not in previous or previous[v] != values[v])
-        }
-        event: list[tuple[str, Value]] = [
-            ("e", state.action or INIT_ACTION),
-            ("a", _fields(state.args)),
-            ("v", _fields(changed)),
+    for event in trace_events(trace):
+        fields: list[tuple[str, Value]] = [
+            ("e", event.action),
+            ("a", _fields(event.args)),
+            ("v", _fields(event.changed)),
         ]
-        missing = frozenset(v for v in observed if v not in values)
-        if missing:
-            event.append(("o", missing))
-        events.append(Record(event))
-        previous = values
-    return Record([("hidden", hidden), ("events", tuple(events))])
+        if event.missing:
+            fields.append(("o", frozenset(event.missing)))
+        events.append(Record(fields))
+    return Record([("hidden", frozenset(hidden(trace))), ("events", tuple(events))])
 
 
 def encode_traces(traces: Sequence[ItfTrace]) -> bytes:

@@ -37,6 +37,7 @@ from kreplica.conformance.tla.vocabulary import ACTION_ARGS, INIT_ACTION, VARIAB
 from kreplica.conformance.validate import tlcdata
 from kreplica.conformance.validate.shapes import ShapeError, check_shapes
 from kreplica.conformance.validate.sources import UNREADABLE, variant_note
+from kreplica.conformance.validate.trace_events import hidden, trace_events
 from kreplica.impl.variants import Variant
 
 TRACE_MODULE = "KafkaReplicationTrace"
@@ -208,28 +209,18 @@ def _record(fields: Mapping[str, Value]) -> str:
 
 def render(trace: ItfTrace) -> str:
     """The trace as a TLA+ record [hidden, events], each event keeping only what changed."""
-    observed = [v for v in VARIABLES if v in trace.vars]
-    hidden = "{" + ", ".join(f'"{v}"' for v in VARIABLES if v not in observed) + "}"
+    names = "{" + ", ".join(f'"{v}"' for v in hidden(trace)) + "}"
     events: list[str] = []
-    previous: dict[str, Value] | None = None
-    for state in trace.states:
-        values = state.values
-        changed = {
-            v: values[v]
-            for v in observed
-            if v in values and (previous is None or v not in previous or previous[v] != values[v])
-        }
-        missing = [v for v in observed if v not in values]
+    for event in trace_events(trace):
         parts = [
-            f'e |-> "{state.action or INIT_ACTION}"',
-            f"a |-> {_record(state.args)}",
-            f"v |-> {_record(changed)}",
+            f'e |-> "{event.action}"',
+            f"a |-> {_record(event.args)}",
+            f"v |-> {_record(event.changed)}",
         ]
-        if missing:
-            parts.append("o |-> {" + ", ".join(f'"{v}"' for v in missing) + "}")
+        if event.missing:
+            parts.append("o |-> {" + ", ".join(f'"{v}"' for v in event.missing) + "}")
         events.append("[" + ", ".join(parts) + "]")
-        previous = dict(values)
-    return f"[hidden |-> {hidden}, events |-> <<\n  " + ",\n  ".join(events) + ">>]"
+    return f"[hidden |-> {names}, events |-> <<\n  " + ",\n  ".join(events) + ">>]"
 
 
 def prepare(trace_id: str, text: str, fast: bool = False) -> Prepared:
