@@ -65,3 +65,20 @@ def disagreements(predicted: Outcome, real: Outcome) -> list[str]:
         if a != b:
             out.append(f"{name}: kreplica {a} vs kafka {b}")
     return out
+
+
+def outcome_from_json(data: dict[str, Any]) -> Outcome:
+    """An Outcome from `Outcome.to_json` (KeyError/TypeError if it is not one)."""
+    return Outcome(
+        acked={int(k): tuple(v) for k, v in data["acked"].items()},
+        lost={int(k): tuple(v) for k, v in data["lost"].items()},
+        diverged=bool(data["diverged"]),
+        leader=data["leader"],
+        leader_epoch=int(data["leader_epoch"]),
+        isr=tuple(data["isr"]),
+        high_watermark=int(data["high_watermark"]),
+        replicas=tuple(
+            ReplicaState(**{**r, "records": tuple(r["records"])}) for r in data.get("replicas", [])
+        ),
+        notes=tuple(data.get("notes", ())),
+    )

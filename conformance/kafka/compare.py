@@ -1,0 +1,165 @@
+"""One schedule in both worlds: kreplica's predicted outcome beside real Kafka's, and a campaign
+of schedules kept in a journal, one JSON line per schedule, so a crash loses no finished run
+and a second start picks up where the first stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kreplica.conformance.errors import KreplicaError, file_error
+from kreplica.conformance.kafka.outcome import Outcome, disagreements, outcome_from_json
+from kreplica.conformance.kafka.schedule import Schedule, ScheduleError, parse_schedule
+from kreplica.conformance.kafka.simulate import harness_timing, simulate
+
+RunReal = Callable[[Schedule], Outcome]
+"""Runs a schedule on the real cluster and returns its outcome (KreplicaError if it cannot)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A schedule's predicted and real outcomes, and the fields on which they differ."""
+
+    schedule: Schedule
+    predicted: Outcome
+    real: Outcome | None
+    """None when the real run failed (`error` says why)."""
+    differences: tuple[str, ...]
+    seconds: float
+    """The real run's wall-clock time."""
+    error: str = ""
+
+    @property
+    def agree(self) -> bool:
+        """The real run finished and matches the prediction on every compared field."""
+        return self.real is not None and not self.differences
+
+    def to_json(self) -> dict[str, Any]:
+        """One journal line."""
+        return {
+            "schedule": self.schedule.to_json(),
+            "predicted": self.predicted.to_json(),
+            "real": self.real.to_json() if self.real is not None else None,
+            "differences": list(self.differences),
+            "seconds": round(self.seconds, 1),
+            "error": self.error,
+        }
+
+
+def comparison_from_json(data: dict[str, Any]) -> Comparison:
+    """A Comparison from one journal line (KeyError/TypeError/ScheduleError if malformed)."""
+    real = data["real"]
+    return Comparison(
+        schedule=parse_schedule(data["schedule"]),
+        predicted=outcome_from_json(data["predicted"]),
+        real=outcome_from_json(real) if real is not None else None,
+        differences=tuple(data["differences"]),
+        seconds=float(data["seconds"]),
+        error=str(data.get("error", "")),
+    )
+
+
+def compare(schedule: Schedule, run_real: RunReal) -> Comparison:
+    """Predict the schedule's outcome with the harness's timeouts, then run it for real."""
+    predicted = simulate(schedule, timing=harness_timing())
+    began = time.monotonic()
+    try:
+        real = run_real(schedule)
+    except KreplicaError as err:
+        return Comparison(schedule, predicted, None, (), time.monotonic() - began, str(err))
+    seconds = time.monotonic() - began
+    return Comparison(schedule, predicted, real, tuple(disagreements(predicted, real)), seconds)
+
+
+def read_journal(path: Path) -> list[Comparison]:
+    """The comparisons a journal holds (a partial last line, left by a crash, is skipped)."""
+    if not path.exists():
+        return []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise file_error("read", path, err) from None
+    found: list[Comparison] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            found.append(comparison_from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError, ScheduleError) as err:
+            if number == len(lines):
+                break  # cut off by a crash while it was written
+            raise KreplicaError(f"{path}:{number}: not a comparison ({err})") from None
+    return found
+
+
+def append_journal(path: Path, comparison: Comparison) -> None:
+    """Append one line with one write and fsync it: a crash loses at most this line."""
+    line = json.dumps(comparison.to_json(), separators=(",", ":")) + "\n"
+    try:
+        with path.open("a", encoding="utf-8") as out:
+            out.write(line)
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as err:
+        raise file_error("write", path, err) from None
+
+
+def campaign(
+    schedules: Iterable[Schedule],
+    run_real: RunReal,
+    journal: Path,
+    on_done: Callable[[Comparison, bool], None] | None = None,
+) -> list[Comparison]:
+    """Compare each schedule not already in the journal (by name), appending each result;
+    every schedule's comparison, in order. `on_done(comparison, resumed)` after each one."""
+    done = {c.schedule.name: c for c in read_journal(journal)}
+    results: list[Comparison] = []
+    for schedule in schedules:
+        resumed = schedule.name in done and done[schedule.name].schedule == schedule
+        if resumed:
+            result = done[schedule.name]
+        else:
+            result = compare(schedule, run_real)
+            append_journal(journal, result)
+        results.append(result)
+        if on_done is not None:
+            on_done(result, resumed)
+    return results
+
+
+def _cell(outcome: Outcome | None) -> list[str]:
+    """An outcome as table cells: acked lost, diverged, HW, ISR, leader epoch."""
+    if outcome is None:
+        return ["-"] * 5
+    lost = sum(len(v) for v in outcome.lost.values())
+    return [
+        f"{lost} lost" if lost else "no",
+        "yes" if outcome.diverged else "no",
+        str(outcome.high_watermark),
+        "{" + ",".join(map(str, sorted(outcome.isr))) + "}",
+        str(outcome.leader_epoch),
+    ]
+
+
+def markdown_table(comparisons: Iterable[Comparison]) -> str:
+    """The outcome table: each schedule, kreplica's prediction, real Kafka's, and agreement."""
+    head = (
+        "| schedule | acks | kreplica: acked lost | diverged | HW | ISR | epoch "
+        "| kafka: acked lost | diverged | HW | ISR | epoch | agree |"
+    )
+    rows = [head, "|" + "---|" * 13]
+    for c in comparisons:
+        verdict = "yes" if c.agree else ("error: " + c.error if c.error else "**no**")
+        cells = [c.schedule.name, str(c.schedule.acks), *_cell(c.predicted), *_cell(c.real)]
+        rows.append("| " + " | ".join([*cells, verdict]) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def agreement(comparisons: list[Comparison]) -> tuple[int, int, int]:
+    """(agree, disagree, failed real runs)."""
+    agree = sum(c.agree for c in comparisons)
+    failed = sum(c.real is None for c in comparisons)
+    return agree, len(comparisons) - agree - failed, failed

@@ -1,0 +1,100 @@
+"""The comparison of the two worlds (conformance/kafka/compare.py): the journal that keeps a
+campaign's finished runs across a crash, and the outcome table. The real runs themselves are
+tested in tests/test_kafka_real.py; here the 'real' outcome of a journal line is written by the
+test, and a campaign that would start a real run where it should resume fails the test."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kreplica.conformance.errors import KreplicaError
+from kreplica.conformance.kafka.compare import (
+    Comparison,
+    agreement,
+    append_journal,
+    campaign,
+    markdown_table,
+    read_journal,
+)
+from kreplica.conformance.kafka.generate import named_schedules
+from kreplica.conformance.kafka.outcome import Outcome, disagreements
+from kreplica.conformance.kafka.schedule import Schedule
+from kreplica.conformance.kafka.simulate import harness_timing, simulate
+
+
+def predicted(schedule: Schedule) -> Outcome:
+    return simulate(schedule, timing=harness_timing())
+
+
+def no_real_run(schedule: Schedule) -> Outcome:
+    raise AssertionError(f"{schedule.name} was run again instead of resumed")
+
+
+@pytest.fixture(scope="module")
+def comparisons() -> list[Comparison]:
+    """Each named schedule with its prediction; the first 'real' outcome differs in its HW."""
+    found = []
+    for i, schedule in enumerate(named_schedules()):
+        outcome = predicted(schedule)
+        real = replace(outcome, high_watermark=outcome.high_watermark + 1) if i == 0 else outcome
+        found.append(Comparison(schedule, outcome, real, tuple(disagreements(outcome, real)), 30.0))
+    return found
+
+
+def test_a_journal_round_trips_and_resumes_without_running_again(
+    comparisons: list[Comparison], tmp_path: Path
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    for c in comparisons:
+        append_journal(journal, c)
+    assert read_journal(journal) == comparisons
+    resumed: list[bool] = []
+    again = campaign(
+        [c.schedule for c in comparisons], no_real_run, journal, lambda _, r: resumed.append(r)
+    )
+    assert again == comparisons and resumed == [True] * len(comparisons)
+
+
+def test_a_line_cut_off_by_a_crash_is_run_again(
+    comparisons: list[Comparison], tmp_path: Path
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    append_journal(journal, comparisons[0])
+    journal.write_text(journal.read_text() + json.dumps(comparisons[1].to_json())[:200])
+    assert read_journal(journal) == comparisons[:1]
+
+
+def test_a_bad_line_before_the_last_is_one_error(
+    comparisons: list[Comparison], tmp_path: Path
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    journal.write_text("not json\n" + json.dumps(comparisons[0].to_json()) + "\n")
+    with pytest.raises(KreplicaError, match=r"journal\.jsonl:1: not a comparison"):
+        read_journal(journal)
+
+
+def test_a_failed_real_run_is_kept_with_its_reason(tmp_path: Path) -> None:
+    schedule = named_schedules()[0]
+
+    def refuses(_: Schedule) -> Outcome:
+        raise KreplicaError("port 19092 is in use")
+
+    (result,) = campaign([schedule], refuses, tmp_path / "j.jsonl")
+    assert result.real is None and result.error == "port 19092 is in use" and not result.agree
+    assert read_journal(tmp_path / "j.jsonl") == [replace(result, seconds=round(result.seconds, 1))]
+
+
+def test_the_table_shows_both_worlds_and_the_disagreement(comparisons: list[Comparison]) -> None:
+    table = markdown_table(comparisons).splitlines()
+    assert len(table) == 2 + len(comparisons)
+    first = table[2].split(" | ")
+    assert first[-1].strip(" |") == "**no**" and all(r.endswith("| yes |") for r in table[3:])
+    assert comparisons[0].differences == (
+        f"high_watermark: kreplica {comparisons[0].predicted.high_watermark} "
+        f"vs kafka {comparisons[0].predicted.high_watermark + 1}",
+    )
+    assert agreement(comparisons) == (len(comparisons) - 1, 1, 0)
