@@ -283,7 +283,8 @@ class _Runner:
         error = elect_leader(self.cluster.layout, kind)
         if error:
             return self._note(step, f"refused: {error}")
-        return "elected"
+        state = self.cluster.partition_state()
+        return f"done: leader {state.leader}, epoch {state.leader_epoch}" if state else "done"
 
     def _wait(self, step: Step) -> str:
         until = step.until or "leader"
@@ -353,18 +354,45 @@ def build_outcome(
     )
 
 
+ELECT_RETRY_S = 20.0
+"""How long an elect step retries while no controller answers (a killed controller's successor
+is chosen only once ZooKeeper expires its session)."""
+
+_NO_CONTROLLER_YET = (
+    "KafkaConnectionError",
+    "NotControllerError",
+    "NoBrokersAvailable",
+    "KafkaTimeoutError",
+    "RequestTimedOutError",
+    "NodeNotReadyError",
+)
+"""Errors that mean "no controller to ask yet": the elect step asks again."""
+
+
 def elect_leader(layout: Layout, kind: str) -> str | None:
-    """Ask the controller for a preferred or unclean election; the error's name, or None."""
+    """Ask the controller for a preferred or unclean election; the refusal's name, or None.
+
+    Asks again while no controller answers, for ELECT_RETRY_S at most; a refusal (no eligible
+    leader, the preferred leader unavailable) is returned at once."""
+    deadline = time.monotonic() + ELECT_RETRY_S
+    while True:
+        error = _elect_once(layout, kind)
+        if error not in _NO_CONTROLLER_YET or time.monotonic() > deadline:
+            return error
+        time.sleep(0.5)
+
+
+def _elect_once(layout: Layout, kind: str) -> str | None:
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
     election_type = 0 if kind == "preferred" else 1
     try:
-        admin = KafkaAdminClient(bootstrap_servers=layout.bootstrap(), request_timeout_ms=10000)
+        admin = KafkaAdminClient(bootstrap_servers=layout.bootstrap(), request_timeout_ms=5000)
     except KafkaError as err:
         return type(err).__name__
     try:
-        admin.elect_leaders(election_type, {TOPIC: [PARTITION]}, timeout_ms=10000)
+        admin.elect_leaders(election_type, {TOPIC: [PARTITION]}, timeout_ms=5000)
     except KafkaError as err:
         return type(err).__name__
     finally:
