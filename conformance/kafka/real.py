@@ -95,6 +95,10 @@ class RealRun:
     """From the first JVM started to broker 1 leading a full ISR."""
     total_seconds: float
     run_dir: Path
+    observe_seconds: float = 0.0
+    """Settling, the final read, DumpLogSegments and the checkpoints."""
+    teardown_seconds: float = 0.0
+    """Killing and reaping the JVMs, removing the iptables chain."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON: the outcome, the steps and the timings."""
@@ -105,6 +109,8 @@ class RealRun:
             "steps": [vars(s) for s in self.steps],
             "start_seconds": round(self.start_seconds, 3),
             "total_seconds": round(self.total_seconds, 3),
+            "observe_seconds": round(self.observe_seconds, 3),
+            "teardown_seconds": round(self.teardown_seconds, 3),
             "run_dir": str(self.run_dir),
         }
 
@@ -149,13 +155,25 @@ def run_schedule(
             if network is not None:
                 network.__enter__()
             runner.run_steps()
+            observing = time.monotonic()
             outcome = runner.observe(install)
+            observed = time.monotonic() - observing
         finally:
             runner.workload.close()
+            tearing = time.monotonic()
             if network is not None:
                 network.__exit__(None, None, None)
-    total = time.monotonic() - began
-    return RealRun(schedule.name, outcome, tuple(runner.results), started, total, layout.run_dir)
+    ended = time.monotonic()
+    return RealRun(
+        schedule.name,
+        outcome,
+        tuple(runner.results),
+        started,
+        ended - began,
+        layout.run_dir,
+        observe_seconds=observed,
+        teardown_seconds=ended - tearing,
+    )
 
 
 def create_topic(cluster: Cluster, schedule: Schedule) -> PartitionState:
