@@ -83,8 +83,11 @@ COMMANDS = documented_commands() + help_examples()
 def command_of(words: tuple[str, ...]) -> tuple[click.Command, list[str]]:
     """The click command a documented line runs, and its arguments."""
     if words[0] == "kreplica":
-        command = main.commands[words[1]]
-        return command, list(words[2:])
+        command: click.Command = main.commands[words[1]]
+        args = list(words[2:])
+        while isinstance(command, click.Group) and args and args[0] in command.commands:
+            command, args = command.commands[args[0]], args[1:]  # kreplica kafka run ...
+        return command, args
     module = importlib.import_module(words[2])
     entry = module.main
     assert isinstance(entry, click.Command), f"{words[2]} is not a click command"

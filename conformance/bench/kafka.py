@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from rich.console import Console
 from rich.table import Table
 
-from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import run_command
 from kreplica.conformance.kafka.cluster import DEFAULT_UID_BASE, Layout, fresh_run_dir
 from kreplica.conformance.kafka.install import CHECKOUT, find_installation
@@ -115,7 +115,7 @@ def main(runs: int, schedule_path: Path | None, port_base: int) -> None:
     schedule = load_schedule(schedule_path) if schedule_path else REFERENCE
     run_dir = CHECKOUT / "build" / "kafka-runs" / "bench"
     results = [measure_once(schedule, run_dir, port_base) for _ in range(runs)]
-    out = make_console()
+    out = Console(highlight=False, markup=False)
     out.print(report(results))
     total = statistics.median(m.run.total_seconds for m in results)
     start = statistics.median(m.run.start_seconds for m in results)
