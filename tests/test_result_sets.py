@@ -426,3 +426,23 @@ def test_what_a_killed_run_left_is_tidied_by_the_next(tmp_path: Path) -> None:
         assert snapshot(out) == {"results.json": b"older"}
         assert leftovers(out) == [result_set.staging.name]
     assert leftovers(out) == [] and snapshot(out) == {"results.json": b"older"}
+
+
+def test_a_tasks_rows_travel_packed_and_come_back_equal() -> None:
+    """Spark tasks return rows packed (compact JSON, compressed): the same rows come back,
+    a file name's undecodable bytes (surrogates) and a NaN included, in far fewer bytes."""
+    import math
+    import pickle
+
+    from kreplica.conformance.validate.conform import pack_rows, unpack_rows
+
+    rows = [
+        {"trace_id": f"/c/b\udcff{i}.jsonl:{i}", "verdict": "conforms", "events": 10,
+         "step": None, "variables": ["hw", "log"], "seconds": 0.012, "note": ""}
+        for i in range(2_000)
+    ]  # fmt: skip
+    rows[0]["seconds"] = float("nan")
+    back = unpack_rows(pack_rows(rows))
+    assert math.isnan(back[0].pop("seconds")) and math.isnan(rows[0].pop("seconds"))
+    assert back == rows
+    assert len(pack_rows(rows)) * 10 < len(pickle.dumps(rows))

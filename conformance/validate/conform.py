@@ -18,6 +18,7 @@ run on the driver, so a cluster's workers need only Java and a plain Python of t
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -29,6 +30,7 @@ import tempfile
 import threading
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -276,11 +278,9 @@ class TaskJob:
     fail_first_attempt: bool
 
 
-def _check_share(
-    index: int, traces: Iterator[Item], job: TaskJob
-) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[tuple[int, bytes]]:
     """A Spark task: check its traces in batches, with the spec and jar Spark shipped to it,
-    and return their rows (plain dicts) to the driver, which writes them as Parquet part
+    and return their rows (packed, `pack_rows`) to the driver, which writes them as Parquet part
     `index`. Only the standard library runs here, and no file is written to `--out`: on a
     cluster that is the driver's disk, not the executor's."""
     from pyspark import TaskContext
@@ -293,7 +293,20 @@ def _check_share(
     rows: list[dict[str, Any]] = []
     for batch in batches(traces, job.batch_size, slack=job.batch_size // SLACK):
         rows.extend(check_items(batch, settings))
-    yield index, rows
+    yield index, pack_rows(rows)
+
+
+def pack_rows(rows: list[dict[str, Any]]) -> bytes:
+    """A task's rows as compressed compact JSON: the driver holds every task's rows until the
+    job ends, as bytes (about 40 per row) rather than as Python dicts (about 1 KB per row)."""
+    text = json.dumps(rows, separators=(",", ":"), allow_nan=True)  # ASCII: \u escapes
+    return zlib.compress(text.encode("ascii"), 1)
+
+
+def unpack_rows(packed: bytes) -> list[dict[str, Any]]:
+    """The rows `pack_rows` packed."""
+    rows: list[dict[str, Any]] = json.loads(zlib.decompress(packed))
+    return rows
 
 
 def _write_part(parts: Path, index: int, rows: list[dict[str, Any]], metadata: Mapping[str, str]
@@ -377,7 +390,9 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     if interrupted.is_set():
         raise KeyboardInterrupt
     rows = 0
-    for index, part in written:  # only the successful attempt of each task is collected
+    for n, (index, packed) in enumerate(written):  # the successful attempt of each task
+        part = unpack_rows(packed)
+        written[n] = None  # one task's rows unpacked at a time
         _write_part(parts, index, part, run.metadata)
         rows += len(part)
     _write_json(out)
@@ -535,10 +550,12 @@ side imports (click, through `errors`; pure Python). Everything else there is th
 library, so a worker needs only Java and a plain Python of the driver's minor version."""
 
 
+@functools.cache
 def package_zip() -> Path:
     """The packages of `SHIPPED_PACKAGES` as a zip for Spark's executors (addPyFile): no shared
     filesystem, nothing installed on the workers. Walks src/kreplica through its links to impl/
-    and conformance/."""
+    and conformance/. Made once per process: Spark refuses a second file of the same name with
+    other contents in one context, and a source edited since would be one."""
     import importlib
 
     target = Path(tempfile.mkdtemp(prefix="kreplica-pyfiles-")) / "kreplica.zip"
