@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,26 +144,22 @@ def run_schedule(
     began = time.monotonic()
     iptables = find_iptables() if needs_network(schedule) else None
     settings = settings_for(schedule, start_timeout_s)
-    with Cluster(install, layout, settings, progress) as cluster:
+    with ExitStack() as stack:  # on the way out: clients closed, rules removed, JVMs killed
+        cluster = stack.enter_context(Cluster(install, layout, settings, progress))
         cluster.start()
         create_topic(cluster, schedule)
         if progress is not None:
             progress("topic created, broker 1 leads a full ISR")
         started = time.monotonic() - began
-        network = Network(layout, iptables) if iptables is not None else None
-        runner = _Runner(cluster, Workload(layout), network, schedule, on_step)
-        try:
-            if network is not None:
-                network.__enter__()
-            runner.run_steps()
-            observing = time.monotonic()
-            outcome = runner.observe(install)
-            observed = time.monotonic() - observing
-        finally:
-            runner.workload.close()
-            tearing = time.monotonic()
-            if network is not None:
-                network.__exit__(None, None, None)
+        network = stack.enter_context(Network(layout, iptables)) if iptables else None
+        workload = Workload(layout)
+        stack.callback(workload.close)
+        runner = _Runner(cluster, workload, network, schedule, on_step)
+        runner.run_steps()
+        observing = time.monotonic()
+        outcome = runner.observe(install)
+        observed = time.monotonic() - observing
+        tearing = time.monotonic()
     ended = time.monotonic()
     return RealRun(
         schedule.name,
