@@ -48,6 +48,10 @@ DEFAULT_PORT_BASE = 19090
 DEFAULT_UID_BASE = 61000
 EXIT_PORT_IN_USE = 5
 EXIT_NODE_FAILED = 6
+REPLICA_FETCH_WAIT_MAX_MS = 100
+REPLICA_FETCH_BACKOFF_MS = 200
+REPLICA_SOCKET_TIMEOUT_MS = 3000
+"""The follower fetchers' settings every broker gets (real.HARNESS_TIMING repeats them)."""
 Progress = Callable[[str], None]
 """Told a short line as each node becomes ready ("zookeeper ready", "broker 2 ready", ...)."""
 
@@ -157,9 +161,9 @@ def broker_properties(layout: Layout, broker: int, settings: ClusterSettings) ->
         "auto.leader.rebalance.enable": "false",
         "auto.create.topics.enable": "false",
         "replica.lag.time.max.ms": str(settings.replica_lag_time_max_ms),
-        "replica.fetch.wait.max.ms": "100",
-        "replica.fetch.backoff.ms": "200",
-        "replica.socket.timeout.ms": "3000",
+        "replica.fetch.wait.max.ms": str(REPLICA_FETCH_WAIT_MAX_MS),
+        "replica.fetch.backoff.ms": str(REPLICA_FETCH_BACKOFF_MS),
+        "replica.socket.timeout.ms": str(REPLICA_SOCKET_TIMEOUT_MS),
         "controller.socket.timeout.ms": "3000",
         "replica.high.watermark.checkpoint.interval.ms": "200",
         "log.flush.offset.checkpoint.interval.ms": "1000",

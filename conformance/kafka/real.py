@@ -28,6 +28,9 @@ from typing import Any
 
 from kreplica.conformance.kafka.cluster import (
     PARTITION,
+    REPLICA_FETCH_BACKOFF_MS,
+    REPLICA_FETCH_WAIT_MAX_MS,
+    REPLICA_SOCKET_TIMEOUT_MS,
     TOPIC,
     Cluster,
     ClusterSettings,
@@ -69,10 +72,13 @@ HARNESS_TIMING: dict[str, int | bool] = {
     "retries": True,
     "wait_timeout_ms": int(DEFAULT_WAIT_S * 1000),
     "final_settle_ms": int(FINAL_SETTLE_S * 1000),
+    "replica_fetch_wait_max_ms": REPLICA_FETCH_WAIT_MAX_MS,
+    "replica_fetch_backoff_ms": REPLICA_FETCH_BACKOFF_MS,
+    "replica_socket_timeout_ms": REPLICA_SOCKET_TIMEOUT_MS,
 }
 """The real harness's timeouts, named as simulate.Timing names them (`Timing(**HARNESS_TIMING)`
 models this harness): ZooKeeper session, replica lag, the producer's request and delivery time
-limits and retry back-off, a wait step's default limit, the final settling."""
+limits and retry back-off, a wait step's default limit, the final settling, the fetchers'."""
 
 
 @dataclass(frozen=True)
