@@ -24,6 +24,7 @@ from kreplica.conformance.tla.specs import (
     select_configs,
 )
 from kreplica.conformance.tla.tlc_output import Outcome, TlcResult, Verdict
+from kreplica.conformance.validate.locks import lock_output
 
 
 def check(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -52,6 +53,11 @@ def test_ci_suite(spec_dir: Path, tmp_path: Path) -> None:
     assert "`kreplica check --config CounterBug --spec-dir " in md
     data = json.loads(js.read_text())
     assert data["summary"] == {"configs": 3, "as_expected": 3, "exit_code": 0}
+    run = data["run"]
+    assert run["started"] < run["finished"] and run["command"]  # in-process: pytest's argv
+    assert set(run["spec_sha256"]) >= {"Counter.tla", "CounterBug.cfg", "CounterOk.cfg"}
+    assert all(len(h) == 64 for h in run["spec_sha256"].values())
+    assert run["kreplica_version"] != ""
     row = data["results"][0]
     assert (row["config"], row["got"], row["states"], row["distinct"]) == (
         "CounterOk",
@@ -59,6 +65,21 @@ def test_ci_suite(spec_dir: Path, tmp_path: Path) -> None:
         97,
         48,
     )
+
+
+def test_a_second_check_into_the_same_out_fails_at_once(spec_dir: Path, tmp_path: Path) -> None:
+    """Two checks into one --out would interleave their counterexamples: the second is refused
+    in one line, naming the first's pid, before it checks anything."""
+    out = tmp_path / "ce"
+    held = lock_output(tmp_path / "ce.lock", out, "check")  # the first run's hold on it
+    try:
+        result = check("--spec-dir", str(spec_dir), "--config", "CounterBug", "--out", str(out))
+    finally:
+        os.close(held)
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert line == f"kreplica: error: {out} is in use by another kreplica check (pid {os.getpid()})"
+    assert not out.exists()
 
 
 @pytest.mark.tlc

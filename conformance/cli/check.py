@@ -3,12 +3,18 @@ verdict with the one its config expects; print a table, write counterexamples as
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shlex
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +53,7 @@ from kreplica.conformance.tla.tlc import (
     run_tlc,
 )
 from kreplica.conformance.tla.tlc_output import ProgressCallback, TlcProgress, TlcResult, Verdict
+from kreplica.conformance.validate.locks import lock_output
 
 EXIT_CODES_HELP = """\b
 Examples:
@@ -343,8 +350,10 @@ def markdown_report(rows: Sequence[CheckRow]) -> str:
     return "\n".join([*lines, "", f"{len(rows)} configs, {ok} as expected.", ""])
 
 
-def json_report(rows: Sequence[CheckRow], spec_dir: Path, checker: str) -> dict[str, Any]:
-    """The results as a JSON object."""
+def json_report(
+    rows: Sequence[CheckRow], spec_dir: Path, checker: str, run: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The results as a JSON object (with `run`, what run_record says of the run)."""
     results = [
         {
             "config": row.config.name,
@@ -361,7 +370,8 @@ def json_report(rows: Sequence[CheckRow], spec_dir: Path, checker: str) -> dict[
     ]
     ok = sum(r.as_expected for r in rows)
     summary = {"configs": len(rows), "as_expected": ok, "exit_code": exit_code(rows)}
-    return {"spec_dir": str(spec_dir), "checker": checker, "results": results, "summary": summary}
+    head = {"spec_dir": str(spec_dir), "checker": checker, **({"run": run} if run else {})}
+    return {**head, "results": results, "summary": summary}
 
 
 @click.command(name="check", epilog=EXIT_CODES_HELP)
@@ -450,17 +460,54 @@ def check(
         runner = _apalache_runner(time_limit)
     else:
         runner = _tlc_runner(java, jar, workers, time_limit)
-    rows = _run_all(configs, runner, jobs, lambda c: _reproduce(c, directory, checker))
-    with _output_errors():
-        _write_counterexamples(rows, out, checker)
+    lock = _lock_out(out)
+    try:
+        started = _now()
+        rows = _run_all(configs, runner, jobs, lambda c: _reproduce(c, directory, checker))
+        with _output_errors():
+            _write_counterexamples(rows, out, checker)
+    finally:
+        os.close(lock)
     _print_results(rows)
     with _output_errors():
         if report is not None:
             write_text_atomic(report, markdown_report(rows))
         if json_path is not None:
-            payload = json.dumps(json_report(rows, directory, checker), indent=2)
+            run = run_record(directory, configs, started)
+            payload = json.dumps(json_report(rows, directory, checker, run), indent=2)
             write_text_atomic(json_path, payload + "\n")
     return exit_code(rows)
+
+
+def _lock_out(out: Path) -> int:
+    """Hold `<out>.lock` beside the counterexample directory for the whole run: a second
+    `check` into the same --out fails at once, naming the holder's pid."""
+    target = out.absolute()
+    with _output_errors():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return lock_output(target.parent / f"{target.name}.lock", out, "check")
+
+
+def _now() -> str:
+    """The time now, UTC, ISO 8601 to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def run_record(spec_dir: Path, configs: Sequence[ModelConfig], started: str) -> dict[str, Any]:
+    """What the JSON report says of its run: kreplica's version, the spec's and each config's
+    sha256, the start and end times and the command line."""
+    try:
+        kreplica = version("kreplica")
+    except PackageNotFoundError:
+        kreplica = "unknown"
+    files = sorted(spec_dir.glob("*.tla")) + [c.path for c in configs]
+    return {
+        "kreplica_version": kreplica,
+        "started": started,
+        "finished": _now(),
+        "spec_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files},
+        "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+    }
 
 
 @contextmanager

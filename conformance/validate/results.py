@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import glob
 import hashlib
 import heapq
@@ -40,6 +39,7 @@ import pyarrow.parquet as pq
 
 from kreplica.conformance.errors import KreplicaError
 from kreplica.conformance.tla.itf import printable
+from kreplica.conformance.validate.locks import lock_output
 from kreplica.conformance.validate.tracecheck import CONFORMS, ERROR, SPEC_MODULES, VIOLATES
 
 COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
@@ -227,10 +227,6 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------- result sets
 
 
-class OutputInUse(KreplicaError):
-    """Another run holds the lock of this result set."""
-
-
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
@@ -310,7 +306,7 @@ class ResultSet:
         files."""
         target = out.resolve() if out.is_symlink() else out.absolute()
         target.parent.mkdir(parents=True, exist_ok=True)
-        lock = _lock(target.parent / f"{target.name}.lock", out)
+        lock = lock_output(target.parent / f"{target.name}.lock", out)
         try:
             _tidy(target)
             foreign = sorted(p.name for p in target.iterdir() if p.name not in RESULT_NAMES) \
@@ -375,34 +371,6 @@ class ResultSet:
             self.discard()
         finally:
             self.release()
-
-
-def _lock(path: Path, out: Path) -> int:
-    """An open file descriptor holding an exclusive flock on `path`, with this pid written in
-    it; OutputInUse (naming the holder's pid) if another process holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = _holder(fd)
-        os.close(fd)
-        raise OutputInUse(f"{out} is in use by another kreplica conform (pid {holder})") from None
-    except BaseException:
-        os.close(fd)
-        raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _holder(fd: int) -> str:
-    """The pid the lock's holder wrote (it writes it just after locking: wait a moment)."""
-    for _ in range(20):
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        if text.isdigit():
-            return text
-        time.sleep(0.01)
-    return "unknown"
 
 
 def _tidy(target: Path) -> None:
