@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -54,6 +56,12 @@ REPLICA_SOCKET_TIMEOUT_MS = 3000
 """The follower fetchers' settings every broker gets (real.HARNESS_TIMING repeats them)."""
 Progress = Callable[[str], None]
 """Told a short line as each node becomes ready ("zookeeper ready", "broker 2 ready", ...)."""
+
+CLIENT_LOGGERS = ("kazoo", "kafka")
+"""The client libraries' loggers; their lines would otherwise reach stderr (logging's last
+resort prints warnings of a logger with no handler)."""
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(name)s %(message)s"
 
 _PR_SET_PDEATHSIG = 1
 
@@ -278,11 +286,17 @@ class Cluster:
     processes: dict[Node, subprocess.Popen[bytes]] = field(default_factory=dict)
     paused: set[Node] = field(default_factory=set)
     _zk: Any = None
+    _log: logging.Handler | None = None
 
     def __enter__(self) -> Cluster:
-        """Check the ports and write every node's config; nothing is started yet."""
+        """Check the ports and write every node's config; nothing is started yet. The clients'
+        log lines (kazoo, kafka-python) go to harness.log in the run directory, not stderr."""
         check_ports_free(self.layout)
         self._prepare()
+        self._log = logging.FileHandler(self.layout.run_dir / "harness.log", encoding="utf-8")
+        self._log.setFormatter(logging.Formatter(LOG_FORMAT))
+        for name in CLIENT_LOGGERS:
+            logging.getLogger(name).addHandler(self._log)
         return self
 
     def __exit__(
@@ -293,6 +307,10 @@ class Cluster:
     ) -> None:
         """Kill every JVM this cluster started and wait for it (nothing is left running)."""
         self.stop_all()
+        if self._log is not None:
+            for name in CLIENT_LOGGERS:
+                logging.getLogger(name).removeHandler(self._log)
+            self._log.close()
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -501,12 +519,9 @@ class Cluster:
     # -- teardown -------------------------------------------------------------------------
 
     def stop_all(self) -> None:
-        """Kill every node's process group and reap it; close the ZooKeeper client."""
-        if self._zk is not None:
-            with suppress(Exception):
-                self._zk.stop()
-                self._zk.close()
-            self._zk = None
+        """Kill every node's process group and reap it, then let the ZooKeeper client go.
+
+        The JVMs go first: nothing after that may keep one alive, however the client ends."""
         for node, process in self.processes.items():
             if process.poll() is None:
                 self.signal(node, signal.SIGCONT)
@@ -515,10 +530,27 @@ class Cluster:
             with suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=30)
         self.paused.clear()
+        if self._zk is not None:
+            _close_quietly(self._zk)
+            self._zk = None
 
     def pids(self) -> Iterator[int]:
         """The pids of the running JVMs."""
         return (p.pid for p in self.processes.values() if p.poll() is None)
+
+
+def _close_quietly(client: Any, timeout_s: float = 5.0) -> None:
+    """Stop a kazoo client from a helper thread, waiting at most `timeout_s`: a client that an
+    interrupt caught half-way through connecting can block in stop() for good."""
+
+    def close() -> None:
+        with suppress(Exception):
+            client.stop()
+            client.close()
+
+    closer = threading.Thread(target=close, name="kazoo-close", daemon=True)
+    closer.start()
+    closer.join(timeout_s)
 
 
 def _node_of(folder: Path, layout: Layout) -> Node:
