@@ -14,6 +14,7 @@ import pytest
 from kreplica.conformance.errors import KreplicaError
 from kreplica.conformance.kafka.compare import (
     Comparison,
+    RunFailed,
     agreement,
     append_journal,
     campaign,
@@ -81,10 +82,14 @@ def test_a_failed_real_run_is_kept_with_its_reason(tmp_path: Path) -> None:
     schedule = named_schedules()[0]
 
     def refuses(_: Schedule) -> Outcome:
-        raise KreplicaError("port 19092 is in use")
+        raise RunFailed("broker 2 did not start within 90 s")
 
     (result,) = campaign([schedule], refuses, tmp_path / "j.jsonl")
-    assert result.real is None and result.error == "port 19092 is in use" and not result.agree
+    assert (
+        result.real is None
+        and result.error == "broker 2 did not start within 90 s"
+        and not result.agree
+    )
     assert read_journal(tmp_path / "j.jsonl") == [replace(result, seconds=round(result.seconds, 1))]
 
 

