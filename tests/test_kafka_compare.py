@@ -16,8 +16,10 @@ from kreplica.conformance.kafka.compare import (
     Comparison,
     RunFailed,
     agreement,
+    agreement_lines,
     append_journal,
     campaign,
+    field_agreement,
     markdown_table,
     read_journal,
 )
@@ -103,3 +105,16 @@ def test_the_table_shows_both_worlds_and_the_disagreement(comparisons: list[Comp
         f"vs kafka {comparisons[0].predicted.high_watermark + 1}",
     )
     assert agreement(comparisons) == (len(comparisons) - 1, 1, 0)
+
+
+def test_agreement_is_given_per_field(comparisons: list[Comparison]) -> None:
+    n = len(comparisons)
+    per_field = field_agreement(comparisons)
+    assert per_field["high_watermark"] == (n - 1, n)
+    assert all(per_field[f] == (n, n) for f in ("acked_lost", "diverged", "isr", "leader_epoch"))
+    lines = agreement_lines(comparisons)
+    rate = f"{100 * (n - 1) / n:.0f}%"
+    assert (
+        lines[0]
+        == f"{n} schedules: {n - 1} agree on every field, 1 differ, 0 failed ({rate} agreement)"
+    )

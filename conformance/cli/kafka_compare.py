@@ -26,6 +26,7 @@ from kreplica.conformance.kafka.compare import (
     RunFailed,
     RunReal,
     agreement,
+    agreement_lines,
     campaign,
     markdown_table,
 )
@@ -195,12 +196,12 @@ def compare_command(
         results = campaign(
             schedules, real_runner(install, port_base, start_timeout), journal, shown
         )
-    agree, differ, failed = agreement(results)
-    out.print(
-        f"{len(results)} schedules: {agree} agree, {differ} differ, {failed} failed "
-        f"({100 * agree / len(results):.0f}% agreement); journal: {journal}"
-    )
+    for line in agreement_lines(results):
+        out.print(line, soft_wrap=True)
+    out.print(f"journal: {journal}", soft_wrap=True)
+    agree = agreement(results)[0]
     if report is not None:
-        write_text_atomic(report, markdown_table(results))
+        summary = "".join(f"\n{line}\n" for line in agreement_lines(results))
+        write_text_atomic(report, markdown_table(results) + summary)
         out.print(f"outcome table: {report}")
     return EXIT_OK if agree == len(results) else EXIT_UNEXPECTED

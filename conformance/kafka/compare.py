@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.conformance.errors import KreplicaError, file_error
-from kreplica.conformance.kafka.outcome import Outcome, disagreements, outcome_from_json
+from kreplica.conformance.kafka.outcome import (
+    AGREEMENT_FIELDS,
+    Outcome,
+    disagreements,
+    outcome_from_json,
+)
 from kreplica.conformance.kafka.schedule import Schedule, ScheduleError, parse_schedule
 from kreplica.conformance.kafka.simulate import harness_timing, simulate
 
@@ -169,3 +174,25 @@ def agreement(comparisons: list[Comparison]) -> tuple[int, int, int]:
     agree = sum(c.agree for c in comparisons)
     failed = sum(c.real is None for c in comparisons)
     return agree, len(comparisons) - agree - failed, failed
+
+
+def field_agreement(comparisons: list[Comparison]) -> dict[str, tuple[int, int]]:
+    """For each compared field, (schedules that agree on it, schedules that ran on both)."""
+    ran = [c for c in comparisons if c.real is not None]
+    return {
+        name: (sum(not any(d.startswith(f"{name}:") for d in c.differences) for c in ran), len(ran))
+        for name in AGREEMENT_FIELDS
+    }
+
+
+def agreement_lines(comparisons: list[Comparison]) -> list[str]:
+    """The agreement rate, in all and per field, as lines of text."""
+    agree, differ, failed = agreement(comparisons)
+    total = len(comparisons)
+    lines = [
+        f"{total} schedules: {agree} agree on every field, {differ} differ, {failed} failed "
+        f"({100 * agree / total:.0f}% agreement)"
+    ]
+    per_field = field_agreement(comparisons)
+    lines.append("per field: " + ", ".join(f"{name} {a}/{n}" for name, (a, n) in per_field.items()))
+    return lines
