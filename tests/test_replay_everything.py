@@ -180,3 +180,27 @@ def test_conform_notes_a_trace_recorded_under_another_variant(tmp_path: Path) ->
     assert again.exit_code in (0, 1), again.output
     (row,) = iter_rows(out / "results.parquet")
     assert row["note"] == ""
+
+
+@pytest.mark.parametrize(
+    ("hidden", "code", "says"),
+    [
+        ([{"step": "Deliver", "src": 1, "dst": 2, "index": 99}], 4, "cannot be taken"),
+        ([{"step": "Tick", "ms": -5}], 4, "time cannot go backwards"),
+        ([{"step": "Produce", "tp": "x"}], 2, "'#meta'.hidden[0]: bad Produce step"),
+        ("x", 2, "'#meta'.hidden must be a list of steps"),
+    ],
+)
+def test_bad_hidden_steps_are_one_line(
+    made: dict[str, Path], tmp_path: Path, hidden: object, code: int, says: str
+) -> None:
+    """A hidden step the implementation cannot take is 'cannot be replayed' (4); one that is
+    not a step at all is bad input (2); never a traceback."""
+    data = json.loads(made["walks"].read_text().splitlines()[0])
+    data["states"][2]["#meta"]["hidden"] = hidden
+    path = tmp_path / "tampered.itf.json"
+    path.write_text(json.dumps(data))
+    result = run("replay", str(path))
+    assert result.exit_code == code, result.output
+    assert says in result.output and len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output

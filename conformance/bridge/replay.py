@@ -241,11 +241,15 @@ class Replayer:
         return timed
 
     def perform_hidden(self, steps: list[Step]) -> None:
-        """Apply steps the trace records as unseen by the spec; TraceError if one is seen."""
+        """Apply steps the trace records as unseen by the spec; TraceError if one is seen,
+        SimulationError if the implementation cannot take one."""
         if self.queued and steps:
             raise TraceError(f"the implementation already did {self.queued[0].action} here")
         for step in steps:
-            events = self.recorder.apply(step)
+            try:
+                events = self.recorder.apply(step)
+            except (KeyError, IndexError, ValueError) as err:  # e.g. no message at that index
+                raise SimulationError(f"hidden step {step!r} cannot be taken: {err}") from None
             if events:
                 raise TraceError(
                     f"the implementation did {events[0].action} {events[0].args} at {step!r}, "
@@ -367,34 +371,47 @@ def compare(expected: dict[str, Any], got: State) -> list[Difference]:
     ]
 
 
+def hidden_steps(trace: ItfTrace) -> list[list[Step]] | None:
+    """Each state's hidden steps, decoded, if kreplica recorded the trace (None otherwise);
+    TraceError naming the state for one that is not a list of steps."""
+    if trace.meta.get("hidden_steps") is not True:
+        return None
+    decoded: list[list[Step]] = []
+    for index, state in enumerate(trace.states):
+        raw = state.meta.get("hidden", [])
+        where = f"state {index}: '#meta'.hidden"
+        if not isinstance(raw, list):
+            raise TraceError(f"{where} must be a list of steps")
+        decoded.append([step_from_json(h, f"{where}[{i}]") for i, h in enumerate(raw)])
+    return decoded
+
+
 def replay(trace: ItfTrace, setup: Setup) -> ReplayResult:
-    """Replay every action of `trace`; the first step that differs, or 'conforms'."""
+    """Replay every action of `trace`; the first step that differs, or 'conforms'. TraceError
+    for hidden steps that are not steps (see `hidden_steps`)."""
+    hidden = hidden_steps(trace)
     replayer = Replayer(setup)
-    exact = trace.meta.get("hidden_steps") is True
     first = trace.states[0].values
     diffs = compare(first, replayer.recorder.state)
     if diffs:
         return ReplayResult(0, False, 0, "Init", {}, "the initial states differ", diffs)
     for index, state in enumerate(trace.states[1:], start=1):
-        result = _replay_step(replayer, index, state, exact)
+        before = None if hidden is None else hidden[index]
+        result = _replay_step(replayer, index, state, before)
         if result is not None:
             return result
     return ReplayResult(len(trace.states) - 1, True, violations=violations(replayer.recorder.state))
 
 
 def _replay_step(
-    replayer: Replayer, index: int, state: ItfState, exact: bool
+    replayer: Replayer, index: int, state: ItfState, hidden: list[Step] | None
 ) -> ReplayResult | None:
-    """Perform one state's action (with `exact`, after its hidden steps and at its recorded
-    time); a failing ReplayResult, or None when it matches."""
+    """Perform one state's action (in a recorded trace, after its hidden steps and at its
+    recorded time); a failing ReplayResult, or None when it matches."""
     action, args = state.action or "", dict(state.args)
     try:
-        if exact:
-            hidden = state.meta.get("hidden", [])
-            if not isinstance(hidden, list):
-                raise TraceError("'#meta'.hidden must be a list of steps")
-            where = f"state {index} hidden step"
-            replayer.perform_hidden([step_from_json(h, where) for h in hidden])
+        if hidden is not None:
+            replayer.perform_hidden(hidden)
             now = state.meta.get("now_ms")
             replayer.until_ms = now if isinstance(now, int) and not isinstance(now, bool) else None
         event = replayer.perform(action, args, state.values)

@@ -58,9 +58,9 @@ def step_from_json(obj: Any, where: str = "step") -> Step:
     cls = STEP_CLASSES.get(obj["step"])
     if cls is None:
         raise TraceError(f"{where}: unknown step {obj['step']!r}")
-    args = {k: _DECODERS.get(k, lambda v: v)(v) for k, v in obj.items() if k != "step"}
     try:
+        args = {k: _DECODERS.get(k, lambda v: v)(v) for k, v in obj.items() if k != "step"}
         step: Step = cls(**args)
-    except (TypeError, KeyError, ValueError) as err:
+    except (TypeError, KeyError, ValueError, AttributeError) as err:
         raise TraceError(f"{where}: bad {obj['step']} step: {err}") from None
     return step

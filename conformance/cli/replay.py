@@ -16,6 +16,7 @@ from kreplica.conformance.bridge.replay import (
     SPEC_ACTIONS,
     ReplayResult,
     Setup,
+    hidden_steps,
     replay,
     setup_from_config,
 )
@@ -269,6 +270,7 @@ def replay_command(
     for name, trace in traces:
         try:
             check_vocabulary(trace)
+            hidden_steps(trace)
         except TraceError as err:
             raise TraceError(f"{name}: {err}") from None
         checked.append((name, trace, choose_setup(trace, spec, variants, bugs)))
