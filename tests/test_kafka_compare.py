@@ -6,10 +6,13 @@ test, and a campaign that would start a real run where it should resume fails th
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_kafka_real import RUNS, kreplica, needs_kafka
 
 from kreplica.conformance.errors import KreplicaError
 from kreplica.conformance.kafka.compare import (
@@ -27,6 +30,8 @@ from kreplica.conformance.kafka.generate import named_schedules
 from kreplica.conformance.kafka.outcome import Outcome, disagreements
 from kreplica.conformance.kafka.schedule import Schedule
 from kreplica.conformance.kafka.simulate import harness_timing, simulate
+
+ROOT = Path(__file__).parent.parent
 
 
 def predicted(schedule: Schedule) -> Outcome:
@@ -118,3 +123,37 @@ def test_agreement_is_given_per_field(comparisons: list[Comparison]) -> None:
         lines[0]
         == f"{n} schedules: {n - 1} agree on every field, 1 differ, 0 failed ({rate} agreement)"
     )
+
+
+@needs_kafka
+def test_compare_runs_a_schedule_on_both_worlds_and_resumes_from_its_journal(
+    tmp_path: Path,
+) -> None:
+    """`kreplica kafka compare` end to end on a real cluster: one line per schedule, the
+    agreement lines, the journal and the table; run again, it takes the schedule from the
+    journal and starts no cluster."""
+    schedule = ROOT / "schedules" / "acks-all-leader-crash.json"
+    journal, table = tmp_path / "journal.jsonl", tmp_path / "table.md"
+    runs = RUNS / f"test-compare-{os.getpid()}"  # the brokers' uids must reach it: not /tmp's
+    args = ["kafka", "compare", str(schedule), "--journal", str(journal), "--report", str(table),
+            "--port-base", "19590", "--workdir", str(runs)]  # fmt: skip
+    try:
+        _compare_twice(args, journal, table, runs)
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+
+
+def _compare_twice(args: list[str], journal: Path, table: Path, runs: Path) -> None:
+    first = kreplica(*args)
+    assert first.returncode in (0, 1), first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0].startswith("acks-all-leader-crash: ") and lines[0].endswith(" s)")
+    assert lines[1].startswith("1 schedules: ") and lines[2].startswith("per field: acked_lost ")
+    (done,) = read_journal(journal)
+    assert done.real is not None and not done.real.acked_lost  # acks=-1, clean: nothing lost
+    assert "| acks-all-leader-crash | -1 |" in table.read_text()
+    again = kreplica(*args)
+    assert again.returncode == first.returncode
+    assert again.stdout.splitlines()[0].endswith("(from the journal)")
+    assert len(journal.read_text().splitlines()) == 1
+    assert (runs / "acks-all-leader-crash" / "broker-1" / "server.log").is_file()

@@ -77,11 +77,11 @@ def schedules_from(paths: tuple[Path, ...], random: int, seed: int) -> list[Sche
     return found
 
 
-def real_runner(install: Installation, port_base: int, start_timeout: float) -> RunReal:
-    """Run a schedule on a fresh real cluster under build/kafka-runs/compare/<name>."""
+def real_runner(install: Installation, runs: Path, port_base: int, start_timeout: float) -> RunReal:
+    """Run a schedule on a fresh real cluster in `runs`/<schedule name>."""
 
     def run(schedule: Schedule) -> Outcome:
-        run_dir = fresh_run_dir((RUNS_DIR / "compare" / schedule.name).absolute())
+        run_dir = fresh_run_dir((runs / schedule.name).absolute())
         uid_base = DEFAULT_UID_BASE if os.geteuid() == 0 else None
         try:
             real = run_schedule(
@@ -116,6 +116,13 @@ def real_runner(install: Installation, port_base: int, start_timeout: float) -> 
     default=Path("out/kafka-compare.jsonl"),
     show_default=True,
     help="One JSON line per finished schedule; an existing journal is resumed.",
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=RUNS_DIR / "compare",
+    show_default=True,
+    help="Each schedule's run directory (configs, data, logs) goes under it, by name.",
 )
 @click.option(
     "--report",
@@ -155,6 +162,7 @@ def compare_command(
     random_count: int,
     seed: int,
     journal: Path,
+    workdir: Path,
     report: Path | None,
     port_base: int,
     start_timeout: float,
@@ -194,7 +202,7 @@ def compare_command(
 
     with progress:
         results = campaign(
-            schedules, real_runner(install, port_base, start_timeout), journal, shown
+            schedules, real_runner(install, workdir, port_base, start_timeout), journal, shown
         )
     for line in agreement_lines(results):
         out.print(line, soft_wrap=True)
