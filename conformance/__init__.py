@@ -7,6 +7,8 @@ import. Imports flow one way, down this list, and never up or sideways:
     bench      the benchmark commands (`python -m kreplica.conformance.bench.NAME`)
     kafka      real Apache Kafka under the model: one fault schedule on a real cluster (ZooKeeper
                and three broker JVMs) and on kreplica's simulator, and their outcomes compared
+    symbolic   the implementation's pure decisions held, for every input within bounds, to the
+               spec's operators written as z3 formulas (R3, R6, R7, R8, R11, R13, R14, R15)
     fuzz       Hypothesis state machines, fuzz targets, the corpus writer, random walks
     validate   trace validation with TLC: trace data, batches, Spark and pool runners, results
                (it needs the spec's side only, so a Spark executor loads no simulator)
@@ -24,9 +26,14 @@ fails on an edge it does not allow (Python refuses no cycle, so the test does).
 """
 
 ROOMS: dict[str, frozenset[str]] = {
-    "cli": frozenset({"bench", "kafka", "fuzz", "validate", "bridge", "tla", "errors", "impl"}),
-    "bench": frozenset({"kafka", "fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "cli": frozenset(
+        {"bench", "kafka", "symbolic", "fuzz", "validate", "bridge", "tla", "errors", "impl"}
+    ),
+    "bench": frozenset(
+        {"kafka", "symbolic", "fuzz", "validate", "bridge", "tla", "errors", "impl"}
+    ),
     "kafka": frozenset({"bridge", "tla", "errors", "impl"}),
+    "symbolic": frozenset({"errors", "impl"}),
     "fuzz": frozenset({"bridge", "tla", "errors", "impl"}),
     "validate": frozenset({"tla", "errors", "impl"}),
     "bridge": frozenset({"tla", "errors", "impl"}),
