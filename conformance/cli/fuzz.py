@@ -20,7 +20,7 @@ from rich.progress import (
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
-from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz, save_failure
+from kreplica.conformance.fuzz.campaign import FuzzResult, never_taken, run_fuzz, save_failure
 from kreplica.conformance.fuzz.campaign import summary_lines as fuzz_summary
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.machine import RunStats
@@ -37,11 +37,17 @@ Examples:
 
 \b
 Exit codes:
-  0  no invariant failed
-  1  an invariant failed (or a step raised an exception); the shrunk run is saved
+  0  no invariant failed, and every run settled
+  1  an invariant failed (or a step raised an exception), or a run did not
+     settle (EventuallyReplicated, EventuallyAnswered); the shrunk run is saved
   2  bad input: unknown variant or bug, a bad number, an unwritable --out
      or --corpus
+  4  --require-all-actions, and some spec action was never taken
 """
+
+EXIT_ACTIONS_MISSING = 4
+"""The exit code of a clean campaign with --require-all-actions that never took some spec
+action (3 is the CLI's time-out code)."""
 
 
 def build_setup(
@@ -208,6 +214,13 @@ class FuzzProgress:
     "one trace per line (runs replayed while shrinking are left out).",
 )
 @click.option(
+    "--require-all-actions",
+    is_flag=True,
+    default=False,
+    help="Exit 4 if some spec action never occurred in the campaign's runs (the summary's "
+    "'never taken' line lists them).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out/fuzz"),
@@ -230,6 +243,7 @@ def fuzz(
     time_limit: float | None,
     invariants: bool,
     corpus: Path | None,
+    require_all_actions: bool,
     out: Path,
 ) -> int:
     """Fuzz the implementation with Hypothesis; check the spec's invariants after every step."""
@@ -246,7 +260,17 @@ def fuzz(
     make_console().print("\n".join(lines), soft_wrap=True)
     if unsaved is not None:  # the finding is shown above; saving it is what failed
         raise unsaved
-    return EXIT_OK if result.failure is None else EXIT_UNEXPECTED
+    return _exit_code(result, require_all_actions)
+
+
+def _exit_code(result: FuzzResult, require_all_actions: bool) -> int:
+    """1 for a failure; 4 for a clean campaign that had to take every spec action and did
+    not; else 0."""
+    if result.failure is not None:
+        return EXIT_UNEXPECTED
+    if require_all_actions and never_taken(result.stats):
+        return EXIT_ACTIONS_MISSING
+    return EXIT_OK
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from kreplica.conformance.fuzz.choices import (
     fuzzer_may_take,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.liveness import LIVENESS
 from kreplica.conformance.fuzz.machine import Failure, FuzzFailure, ReplicationMachine, RunStats
 from kreplica.conformance.fuzz.reproducible import local_constants_off
 from kreplica.conformance.fuzz.setup import (
@@ -34,6 +35,7 @@ from kreplica.conformance.fuzz.setup import (
     FuzzSetup,
 )
 from kreplica.conformance.tla.itf import ItfTrace, write_trace
+from kreplica.conformance.tla.vocabulary import ACTION_ARGS
 
 
 @dataclass(frozen=True)
@@ -121,8 +123,13 @@ def run_fuzz(
 
 
 def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
-    """The failing run Hypothesis reported, minimised, with its trace."""
+    """The failing run Hypothesis reported, minimised, with its trace. A liveness failure is
+    kept as Hypothesis shrank it: a replay checks invariants only, so `minimize` could not
+    tell that it still fails."""
     schedule = replace(setup.schedule(err.steps), violation=err.violation)
+    if err.violation[0] in LIVENESS:
+        trace = replay(schedule).trace
+        return Failure(*err.violation, err.steps, trace, len(err.steps))
     schedule = minimize(schedule, fuzzer_may_take)
     result = replay(schedule)
     violation = result.violation or err.violation
@@ -173,19 +180,38 @@ def save_failure(result: FuzzResult, out: Path) -> tuple[Path, Path]:
     return trace_path, schedule_path
 
 
+def never_taken(stats: RunStats) -> list[str]:
+    """The spec actions (ACTION_ARGS, in its order) that no generated run of the campaign took."""
+    return [name for name in ACTION_ARGS if stats.actions[name] == 0]
+
+
+def action_mix_lines(stats: RunStats) -> list[str]:
+    """The campaign's action mix: each spec action taken with its count (most taken first),
+    then the ones never taken."""
+    taken = sorted(
+        ((n, name) for name, n in stats.actions.items() if n), key=lambda item: (-item[0], item[1])
+    )
+    mix = ", ".join(f"{name} {n:,}" for n, name in taken) or "none"
+    missing = never_taken(stats)
+    return [f"actions: {mix}", f"never taken: {', '.join(missing) or 'none'}"]
+
+
 def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
-    """The human summary of a campaign."""
+    """The human summary of a campaign: its set-up and size, the action mix of its generated
+    runs, and its outcome."""
     s = result.stats
     rate = s.steps / result.seconds if result.seconds > 0 else 0.0
     lines = [
         f"kreplica fuzz: {result.setup.describe()}, seed {result.seed}",
-        f"runs {s.runs:,}, steps {s.steps:,} ({s.impl_steps:,} impl steps), "
-        f"time {result.seconds:.1f} s ({rate:,.0f} steps/s)",
+        f"runs {s.runs:,}, steps {s.steps:,} ({s.impl_steps:,} impl steps, {s.settle_steps:,} "
+        f"of them settling), time {result.seconds:.1f} s ({rate:,.0f} steps/s)",
+        *action_mix_lines(s),
     ]
     f = result.failure
     if f is None:
         limit = f" (time limit of {s.time_limit:g} s)" if s.timed_out and s.time_limit else ""
-        return [*lines, f"no invariant failed{limit}"]
+        settled = ", every run settled" if result.setup.invariants else ""
+        return [*lines, f"no invariant failed{settled}{limit}"]
     lines += [
         f"violation {f.invariant}: {f.reason}",
         f"  found in run {s.runs_to_failure:,} after {s.detected or 0:.1f} s; shrunk to "

@@ -8,7 +8,9 @@ restarts, the controller detects a failure or elects a leader. Each rule takes o
 steps the simulator has enabled now (`CHOICES`), by an index Hypothesis draws, so that a
 failing run shrinks. Every step goes through the recorder, so every run is an ITF trace in
 the spec's vocabulary, and the invariants are checked after every spec action
-(`checked_steps.checked_violations` says which count).
+(`checked_steps.checked_violations` says which count). Every run ends by settling the cluster
+(`settle`, see `liveness`): the faults end, replication catches up, and a run whose cluster
+does not (no leader, a follower behind, a produce never answered) fails like an invariant.
 
 Each run starts with a plan (`ReplicationMachine.plan`), like a small spec config: a few
 records and faults (at most `max_faults`), maybe of one kind only, maybe no flushes, and a
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -55,6 +58,17 @@ from kreplica.conformance.bridge.schedule import (
 )
 from kreplica.conformance.fuzz.choices import CHOICES, behind
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
+from kreplica.conformance.fuzz.liveness import (
+    IDLE_LIMIT,
+    REPLICATED,
+    SETTLE_ELECTIONS,
+    SETTLE_MAX_STEPS,
+    SETTLE_TICKS,
+    SentProduce,
+    next_settling_step,
+    progress_violation,
+    stale_election,
+)
 from kreplica.conformance.fuzz.setup import (
     CONFIG,
     COSTLY_KINDS,
@@ -150,6 +164,10 @@ class RunStats:
     """Seconds the campaign may search for a failure (None: no limit)."""
     timed_out: bool = False
     """The time limit ended the campaign."""
+    settle_steps: int = 0
+    """Impl steps taken by the runs' settle phases (counted in impl_steps too)."""
+    actions: Counter[str] = field(default_factory=Counter)
+    """Spec actions taken, by name, in the runs Hypothesis generated (not in shrinking)."""
 
     @property
     def elapsed(self) -> float:
@@ -278,18 +296,51 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.stats.run_started()
         self.run = self.stats.runs
         self.violation: Violation | None = None
+        self.sent: list[SentProduce] = []
+        """The acks=-1 produces delivered to a broker (each must get an answer)."""
 
     def teardown(self) -> None:
-        """At the end of a run: append its trace to the corpus, if the campaign keeps one
-        (only runs Hypothesis generates: none once the first failing run is being shrunk)."""
-        failed_first = self.violation is not None and self.run == self.stats.runs_to_failure
-        if self.corpus is None or not (self.stats.detected is None or failed_first):
-            return
-        if self.stats.corpus_error is None:
+        """At the end of a run (unless an invariant failed): settle the cluster and check
+        liveness. Then count the run's spec actions and append its trace to the corpus, for
+        the runs Hypothesis generates only (none once the first failing run is being shrunk);
+        then raise FuzzFailure if settling broke an invariant or a liveness requirement."""
+        late = None
+        if self.violation is None:
             try:
-                self.corpus.append(self.corpus_trace())
-            except CorpusError as err:
-                self.stats.corpus_error = err
+                late = self._settled_failure()
+            except FuzzFailure as err:
+                late = err
+        if self._generated():
+            self.stats.actions.update(e.action for e in self.recorder.events[1:])
+            self._write_corpus()
+        if late is not None:
+            raise late
+
+    def _settled_failure(self) -> FuzzFailure | None:
+        """Settle the cluster: the liveness failure it shows (None: it made progress, or
+        invariants are not checked); FuzzFailure if an invariant fails while settling."""
+        found = self.settle()
+        if found is None or not self.setup.invariants:
+            return None
+        self.violation = found
+        self.stats.run_failed()
+        return FuzzFailure(found, self.steps)
+
+    def _generated(self) -> bool:
+        """Hypothesis generated this run: no failure yet, or this run is the first failing one
+        (not a run replayed while shrinking)."""
+        failed_first = self.violation is not None and self.run == self.stats.runs_to_failure
+        return self.stats.detected is None or failed_first
+
+    def _write_corpus(self) -> None:
+        """Append the run's trace to the corpus, if the campaign keeps one (the first error
+        to write it is kept in the stats; later runs are not written)."""
+        if self.corpus is None or self.stats.corpus_error is not None:
+            return
+        try:
+            self.corpus.append(self.corpus_trace())
+        except CorpusError as err:
+            self.stats.corpus_error = err
 
     def corpus_trace(self) -> ItfTrace:
         """The run's trace, with its id, set-up and outcome in #meta."""
@@ -397,6 +448,40 @@ class ReplicationMachine(RuleBasedStateMachine):
         state = self.recorder.state
         return [b for b in sorted(state["alive"]) if state["leader"][b - 1] == b]
 
+    # ------------------------------------------------------------ settling
+
+    def settle(self) -> Violation | None:
+        """The settle phase (see `liveness`): no more faults, then the steps that end them and
+        let replication catch up, within bounds; the liveness requirement the settled cluster
+        breaks (None: it keeps them). Each step is recorded and checked like a rule's."""
+        advances: list[Step] = []
+        idle = 0
+        for _ in range(SETTLE_MAX_STEPS):
+            step = next_settling_step(self.cluster, self.recorder.state)
+            if step is None or idle >= IDLE_LIMIT:
+                idle, step = 0, self._unstick(advances)
+                if step is None:
+                    return progress_violation(self.cluster, self.recorder.state, self.sent)
+                advances.append(step)
+            recorded = len(self.recorder.events)
+            self.stats.settle_steps += 1
+            self._apply(step)
+            idle = idle + 1 if len(self.recorder.events) == recorded else 0
+        return REPLICATED, f"still busy after {SETTLE_MAX_STEPS} settling steps"
+
+    def _unstick(self, advances: Sequence[Step]) -> Step | None:
+        """A quiet cluster that has not settled yet (`advances`: the elections and clock
+        advances of this settle phase so far): an election if a broker missed the controller's
+        decision, else the next clock advance (None: settled, or out of both)."""
+        state = self.recorder.state
+        if progress_violation(self.cluster, state, self.sent) is None:
+            return None
+        ticks = sum(isinstance(step, Tick) for step in advances)
+        election = stale_election(self.cluster, state)
+        if election is not None and len(advances) - ticks < SETTLE_ELECTIONS:
+            return election
+        return Tick(SETTLE_TICKS[ticks]) if ticks < len(SETTLE_TICKS) else None
+
     def _client_request(self, step: Step, broker: int) -> None:
         """The client sends a request, and the broker gets it at once (client links stay FIFO)."""
         index = len(self.cluster.network.queue((CLIENT, broker)))
@@ -490,6 +575,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         step = replace(self.cluster.next_record(TP, acks), broker=broker)
         self.records.spend()
         self._client_request(step, broker)
+        if acks == -1:
+            correlation_id = max(self.cluster.client.pending)
+            incarnation = self.cluster.incarnation(broker)
+            self.sent.append(SentProduce(correlation_id, broker, incarnation, step.record_ids[0]))
         return step.record_ids[0]
 
     @precondition(lambda self: self.quiet() and bool(self.leaders()))

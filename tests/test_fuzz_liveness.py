@@ -1,0 +1,106 @@
+"""Liveness and progress: each fuzz run ends by settling the cluster, and a component that stops
+working fails the run; a campaign reports the spec actions it never took."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import fuzz
+
+from kreplica.conformance.fuzz.campaign import FuzzResult, never_taken, run_fuzz, summary_lines
+from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.liveness import ANSWERED, REPLICATED, SETTLE_TICKS
+from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
+from kreplica.conformance.tla.itf import iter_jsonl_traces
+from kreplica.conformance.tla.vocabulary import ACTION_ARGS
+from kreplica.impl.controller import Controller
+from kreplica.impl.delayed_ops import DelayedProduce
+from kreplica.impl.errors import Errors
+from kreplica.impl.fetcher import AbstractFetcherThread
+from kreplica.impl.messages import TopicPartition
+
+
+def campaign(examples: int = 40, max_steps: int = 30) -> FuzzResult:
+    """A small campaign of the default set-up, without Hypothesis's shrinking."""
+    return run_fuzz(FuzzSetup(), examples=examples, max_steps=max_steps, shrink=False)
+
+
+def test_the_correct_protocol_settles_in_every_run() -> None:
+    """Every run of a campaign settles: no liveness failure, and settling took steps."""
+    result = campaign()
+    assert result.failure is None, result.failure and result.failure.reason
+    assert 0 < result.stats.settle_steps < result.stats.impl_steps
+
+
+def test_followers_stuck_in_truncating_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14's example: a follower fetcher that never leaves Truncating replicates nothing,
+    breaks no invariant, and fails EventuallyReplicated."""
+    monkeypatch.setattr(AbstractFetcherThread, "maybe_truncate", lambda self: [])
+    failure = campaign().failure
+    assert failure is not None
+    assert failure.invariant == REPLICATED
+    assert "has not caught up with leader" in failure.reason
+
+
+def test_a_controller_that_refuses_every_election_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14's other example: once its leader dies, the partition stays offline."""
+
+    def refuse(self: Controller, tp: TopicPartition, candidate: int) -> tuple[Errors, list[object]]:
+        return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, []
+
+    monkeypatch.setattr(Controller, "offline_partition_leader_election", lambda self, tp: False)
+    monkeypatch.setattr(Controller, "elect_leader", refuse)
+    failure = campaign().failure
+    assert failure is not None
+    assert (failure.invariant, failure.reason) == (
+        REPLICATED,
+        "the partition has no leader after settling",
+    )
+
+
+def test_a_produce_never_answered_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leader that completes a delayed produce without answering it fails
+    EventuallyAnswered."""
+    monkeypatch.setattr(DelayedProduce, "on_complete", lambda self: None)
+    failure = campaign().failure
+    assert failure is not None
+    assert failure.invariant == ANSWERED
+    assert "has no answer after settling" in failure.reason
+
+
+def test_settling_steps_are_recorded_and_take_the_fuzzers_ticks(tmp_path: Path) -> None:
+    """The settle phase's steps are in each run's corpus trace: its last state is settled,
+    and every clock advance is one a fuzzer rule takes."""
+    assert set(SETTLE_TICKS) <= set(TICK_MS)
+    corpus = tmp_path / "c.jsonl"
+    with CorpusWriter(corpus) as writer:
+        run_fuzz(FuzzSetup(), examples=10, max_steps=20, corpus=writer)
+    traces = list(iter_jsonl_traces(corpus))
+    assert len(traces) >= 10
+    for trace in traces:
+        last = trace.states[-1].values
+        leader = last["ctrlLeader"]
+        assert leader in last["alive"] and last["leader"][leader - 1] == leader
+        assert all(log == last["log"][leader - 1] for log in last["log"])
+
+
+def test_the_summary_names_the_actions_never_taken() -> None:
+    """The summary counts each spec action taken and lists the ones never taken."""
+    result = campaign(examples=20, max_steps=20)
+    missing = never_taken(result.stats)
+    assert "LeaderHandleListOffsets" in missing
+    assert set(missing) | {a for a, n in result.stats.actions.items() if n} == set(ACTION_ARGS)
+    lines = summary_lines(result)
+    assert f"never taken: {', '.join(missing)}" in lines
+    assert any(line.startswith("actions: LeaderHandleFetch ") for line in lines)
+
+
+def test_require_all_actions_exits_4_when_an_action_was_never_taken(tmp_path: Path) -> None:
+    """--require-all-actions turns the 'never taken' line into exit code 4."""
+    args = ["--examples", "5", "--steps", "10", "--out", str(tmp_path)]
+    plain = fuzz(*args)
+    assert plain.exit_code == 0, plain.output
+    strict = fuzz(*args, "--require-all-actions")
+    assert strict.exit_code == 4, strict.output
+    assert "never taken: " in strict.output and "LeaderHandleListOffsets" in strict.output
