@@ -8,9 +8,17 @@ from pathlib import Path
 import pytest
 from cli_helpers import fuzz
 
-from kreplica.conformance.fuzz.campaign import FuzzResult, never_taken, run_fuzz, summary_lines
+from kreplica.conformance.bridge.schedule import TP
+from kreplica.conformance.fuzz.campaign import (
+    FuzzResult,
+    machine_for,
+    never_taken,
+    run_fuzz,
+    summary_lines,
+)
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.liveness import ANSWERED, REPLICATED, SETTLE_TICKS
+from kreplica.conformance.fuzz.machine import RunStats
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS
@@ -19,6 +27,7 @@ from kreplica.impl.delayed_ops import DelayedProduce
 from kreplica.impl.errors import Errors
 from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import TopicPartition
+from kreplica.impl.steps import Deliver, DoWork, Elect, Produce
 
 
 def campaign(examples: int = 40, max_steps: int = 30) -> FuzzResult:
@@ -104,3 +113,36 @@ def test_require_all_actions_exits_4_when_an_action_was_never_taken(tmp_path: Pa
     strict = fuzz(*args, "--require-all-actions")
     assert strict.exit_code == 4, strict.output
     assert "never taken: " in strict.output and "LeaderHandleListOffsets" in strict.output
+
+
+KAFKA_10706 = (
+    DoWork(2, 1),
+    Produce(TP, (1,), -1, 1),
+    Deliver(-1, 1),
+    Deliver(2, 1),
+    Deliver(1, 2),
+    Elect(TP, 1),
+    Deliver(0, 1),
+    Elect(TP, 2),
+    Produce(TP, (2,), -1, 1),
+    Deliver(-1, 1),
+    Elect(TP, 1),
+)
+"""Found by `kreplica fuzz --examples 2000 --steps 100 --seed 0` (run 1,219), minimised: three
+elections in a row; broker 2 takes office at epoch 2 writing nothing, then follows broker 1 at
+epoch 3, whose log has epoch 1 where broker 2's has epoch 2."""
+
+
+def test_settling_finds_kafka_10706_a_real_kafka_2_6_livelock() -> None:
+    """KAFKA-10706 (fixed in Kafka 2.8): the follower asks for the end of epoch 2, the leader
+    answers epoch 1 ending at 2, the follower truncates to its own LEO, which in 2.6 leaves its
+    epoch cache alone, and asks again forever. No invariant breaks; the settle phase never
+    ends."""
+    machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
+    for step in KAFKA_10706:
+        machine._apply(step)
+    found = machine.settle()
+    assert found is not None and found[0] == REPLICATED
+    assert "still busy after" in found[1]
+    assert "LeaderHandleOffsetsForLeaderEpoch" in found[1]
+    assert machine.recorder.state["fetchState"][1] == "Truncating"

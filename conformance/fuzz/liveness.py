@@ -49,6 +49,9 @@ SETTLE_ELECTIONS = 2
 SETTLE_MAX_STEPS = 400
 """The most steps a settle phase takes (far more than a correct cluster needs)."""
 
+LOOP_EVENTS = 12
+"""The spec actions a settle phase that never ends names in its reason (the loop it is in)."""
+
 IDLE_LIMIT = 8
 """Steps in a row that record no spec action after which the cluster counts as quiet."""
 
@@ -114,8 +117,9 @@ def _replicated(c: Cluster, s: State) -> Violation | None:
         if b != leader and not (caught_up and s["remoteLeo"][i][f] == leo):
             where = "ISR follower" if b in s["isr"][i] else "follower"
             return REPLICATED, (
-                f"{where} {b} (LEO {len(s['log'][f])}, HW {s['hw'][f]}) has not caught up with "
-                f"leader {leader} (LEO {leo}, HW {s['hw'][i]}) after settling"
+                f"{where} {b} (LEO {len(s['log'][f])}, HW {s['hw'][f]}; its LEO at the leader "
+                f"{s['remoteLeo'][i][f]}) has not caught up with leader {leader} (LEO {leo}, "
+                f"HW {s['hw'][i]}) after settling"
             )
     return None
 

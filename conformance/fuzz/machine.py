@@ -60,6 +60,7 @@ from kreplica.conformance.fuzz.choices import CHOICES, behind
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.liveness import (
     IDLE_LIMIT,
+    LOOP_EVENTS,
     REPLICATED,
     SETTLE_ELECTIONS,
     SETTLE_MAX_STEPS,
@@ -467,7 +468,10 @@ class ReplicationMachine(RuleBasedStateMachine):
             self.stats.settle_steps += 1
             self._apply(step)
             idle = idle + 1 if len(self.recorder.events) == recorded else 0
-        return REPLICATED, f"still busy after {SETTLE_MAX_STEPS} settling steps"
+        last = sorted({e.action for e in self.recorder.events[-LOOP_EVENTS:]})
+        return REPLICATED, (
+            f"still busy after {SETTLE_MAX_STEPS} settling steps, the last ones: {', '.join(last)}"
+        )
 
     def _unstick(self, advances: Sequence[Step]) -> Step | None:
         """A quiet cluster that has not settled yet (`advances`: the elections and clock
