@@ -8,10 +8,10 @@ delayed produce that expires); the states between them differ only in `pending`.
 
 Each state's `#meta` holds the impl step that performed its action (`step`, for reading), the
 simulated clock after it (`now_ms`) and, under `hidden`, the steps since the previous state
-that the spec did not see (clock ticks, a
-client's send, a fetcher iteration in backoff), as `step_codec` writes them. They change no spec
-variable, but they do change the implementation: a tick ends a fetcher's backoff or makes a
-follower lag. `replay` performs them before the action, so a recorded trace replays exactly.
+that the spec did not see (clock ticks, a client's send, a fetcher iteration in backoff), as
+`step_codec` writes them. They change no spec variable, but they do change the
+implementation: a tick ends a fetcher's backoff or makes a follower lag. `replay` performs
+them before the action, so a recorded trace replays exactly.
 """
 
 from __future__ import annotations
