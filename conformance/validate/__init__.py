@@ -5,7 +5,8 @@ as the check reads it: each state's action and what changed), `tlcdata` (trace d
 file that the Java reader in `java/` hands to TLC), `shapes` (each variable's type, from the
 spec's TypeOK, for one-line errors on values of the wrong type), `sources` (ITF files and
 JSON-lines corpora, read as `(trace id, text)`), `conform` (the Spark and process-pool
-runners), `results` (one row per trace: Parquet, JSON lines, JUnit XML, the summary).
+runners), `locks` (the lock a run holds on its output directory), `results` (one row per
+trace: Parquet, JSON lines, JUnit XML, the summary).
 
 May import: `kreplica.conformance.tla`, `.errors`, and `kreplica.impl` (for the variant registry,
 `kreplica.impl.variants`, alone). Not `bridge`: trace validation needs the spec's side only, so a
