@@ -5,6 +5,10 @@ import. Imports flow one way, down this list, and never up or sideways:
 
     cli        one module per `kreplica` subcommand: parse, call an engine, render
     bench      the benchmark commands (`python -m kreplica.conformance.bench.NAME`)
+    mutation   mutation testing: small edits seeded into impl/, each run through the fuzz and
+               conformance campaign, and the kill rate over them
+    coverage   spec coverage: TLC's state graph of a small config (networkx), a corpus's
+               states and actions mapped onto it, and the shortest paths to what was missed
     kafka      real Apache Kafka under the model: one fault schedule on a real cluster (ZooKeeper
                and three broker JVMs) and on kreplica's simulator, and their outcomes compared
     symbolic   the implementation's pure decisions held, for every input within bounds, to the
@@ -27,11 +31,36 @@ fails on an edge it does not allow (Python refuses no cycle, so the test does).
 
 ROOMS: dict[str, frozenset[str]] = {
     "cli": frozenset(
-        {"bench", "kafka", "symbolic", "fuzz", "validate", "bridge", "tla", "errors", "impl"}
+        {
+            "bench",
+            "mutation",
+            "coverage",
+            "kafka",
+            "symbolic",
+            "fuzz",
+            "validate",
+            "bridge",
+            "tla",
+            "errors",
+            "impl",
+        }
     ),
     "bench": frozenset(
-        {"kafka", "symbolic", "fuzz", "validate", "bridge", "tla", "errors", "impl"}
+        {
+            "mutation",
+            "coverage",
+            "kafka",
+            "symbolic",
+            "fuzz",
+            "validate",
+            "bridge",
+            "tla",
+            "errors",
+            "impl",
+        }
     ),
+    "mutation": frozenset({"fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "coverage": frozenset({"validate", "tla", "errors"}),
     "kafka": frozenset({"bridge", "tla", "errors", "impl"}),
     "symbolic": frozenset({"errors", "impl"}),
     "fuzz": frozenset({"bridge", "tla", "errors", "impl"}),
