@@ -10,6 +10,7 @@ import click
 
 from kreplica.conformance.cli.check import check
 from kreplica.conformance.cli.conform import conform_command
+from kreplica.conformance.cli.coverage import coverage_command
 from kreplica.conformance.cli.fuzz import fuzz
 from kreplica.conformance.cli.kafka import kafka_group
 from kreplica.conformance.cli.kafka_compare import compare_command
@@ -63,5 +64,6 @@ main.add_command(check)
 main.add_command(replay_command)
 main.add_command(fuzz)
 main.add_command(conform_command)
+main.add_command(coverage_command)
 kafka_group.add_command(compare_command)
 main.add_command(kafka_group)
