@@ -36,9 +36,9 @@ from kreplica.conformance.validate.sources import iter_local, local_files
 
 EPILOG = """\b
 Examples:
-  kreplica fuzz --replicas 2 --no-network-faults --no-unclean --examples 500 \\
-      --corpus build/cov/c.jsonl
   kreplica coverage build/cov/c.jsonl --picture build/cov/coverage.png
+                                              a corpus of kreplica fuzz --replicas 2
+                                              --no-network-faults --no-unclean
   kreplica coverage a.jsonl b.jsonl traces/   several corpora: the union
   kreplica coverage big.jsonl --spark         the traces mapped on Spark
   kreplica coverage p.jsonl --config CoveragePowerLoss --json build/cov/p.json

@@ -237,7 +237,9 @@ class StateGraph:
     initial: frozenset[int]
     witnesses: dict[str, frozenset[int]]
     tlc_states: int
-    """TLC's distinct states: the dump's nodes, told apart by `action` too."""
+    """The dump's nodes, told apart by `action` too: TLC's distinct states."""
+    tlc_distinct: int | None
+    """The distinct states TLC reported (equal to tlc_states)."""
     tlc_edges: int
     seconds: float
     """How long TLC took to dump it."""
@@ -337,51 +339,64 @@ def graph_digest(config: ModelConfig) -> str:
     return sha.hexdigest()
 
 
-def dump_graph(
+@dataclass
+class DumpRun:
+    """One TLC run of `run_dump`: the dump, the witness prints, TLC's result and time."""
+
+    dump: TlcDump
+    prints: set[str]
+    result: TlcResult
+    seconds: float
+
+
+def run_dump(
     config: ModelConfig, java: str | None = None, on_phase: Phase | None = None
-) -> StateGraph:
-    """Run TLC on `config` and build its StateGraph (CheckerError if TLC does not finish)."""
+) -> DumpRun:
+    """Run TLC on `config` with the witness constraint and read its dump (CheckerError if TLC
+    does not finish the search)."""
     tell = on_phase or (lambda _: None)
     workdir = Path(tempfile.mkdtemp(prefix="kreplica-coverage-"))
     try:
         (workdir / "tmp").mkdir()
         for module in config.path.parent.glob("*.tla"):
             shutil.copyfile(module, workdir / module.name)
-        (workdir / f"{WRAPPER_MODULE}.tla").write_text(wrapper_module(config.module))
+        module = workdir / f"{WRAPPER_MODULE}.tla"
+        module.write_text(wrapper_module(config.module))
         cfg = workdir / "coverage.cfg"
         cfg.write_text(dump_config(config.path.read_text(encoding="utf-8")))
         dot = workdir / "graph.dot"
-        options = TlcOptions(
-            java=find_java(java), extra_args=("-dump", "dot,actionlabels", str(dot))
-        )
+        dump_args = ("-dump", "dot,actionlabels", str(dot))
+        options = TlcOptions(java=find_java(java), extra_args=dump_args)
         tell(f"TLC is dumping the state graph of {config.name}")
         start = time.monotonic()
-        result, prints = _run(
-            tlc_command(workdir / f"{WRAPPER_MODULE}.tla", cfg, options, workdir), workdir
-        )
+        result, prints = _run(tlc_command(module, cfg, options, workdir), workdir)
         seconds = time.monotonic() - start
         if result.outcome.verdict != Verdict.OK:
-            raise CheckerError(
-                f"TLC did not dump {config.name}: {result.outcome}: {result.message}"
-            )
+            why = f"{result.outcome}: {result.message}"
+            raise CheckerError(f"TLC did not dump the graph of {config.name}: {why}")
         tell(f"reading {dot.stat().st_size >> 20} MB of TLC's dump ({result.distinct:,} states)")
         with dot.open(encoding="utf-8") as handle:
-            dump = parse_dot(handle)
-        graph, keys, initial = build_graph(dump)
-        return StateGraph(
-            config=config.name,
-            digest=graph_digest(config),
-            bounds=bounds_of(config),
-            graph=graph,
-            keys=keys,
-            initial=initial,
-            witnesses=witness_nodes(prints, keys),
-            tlc_states=len(dump.labels),
-            tlc_edges=len(dump.edges),
-            seconds=seconds,
-        )
+            return DumpRun(parse_dot(handle), prints, result, seconds)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def graph_of(config: ModelConfig, run: DumpRun) -> StateGraph:
+    """The StateGraph of a config from its TLC run."""
+    graph, keys, initial = build_graph(run.dump)
+    return StateGraph(
+        config=config.name,
+        digest=graph_digest(config),
+        bounds=bounds_of(config),
+        graph=graph,
+        keys=keys,
+        initial=initial,
+        witnesses=witness_nodes(run.prints, keys),
+        tlc_states=len(run.dump.labels),
+        tlc_distinct=run.result.distinct,
+        tlc_edges=len(run.dump.edges),
+        seconds=run.seconds,
+    )
 
 
 def _run(cmd: list[str], workdir: Path) -> tuple[TlcResult, set[str]]:
@@ -418,7 +433,7 @@ def load_state_graph(
     cached = _read_cache(cache)
     if cached is not None:
         return cached
-    graph = dump_graph(config, java, on_phase)
+    graph = graph_of(config, run_dump(config, java, on_phase))
     _write_cache(cache, graph)
     return graph
 
