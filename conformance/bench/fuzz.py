@@ -8,9 +8,12 @@ Detection: for each target (`fuzz_targets.TARGETS`, each with its own set-up), c
 seeds 0..k-1, each searching for at most `--time-limit` seconds: the seconds until the first
 failing run, the runs it took, and the failing run once minimised (`schedule.minimize`; no
 Hypothesis shrinking): its spec actions and impl steps. Medians are over the seeds; a seed
-that found nothing counts as slower than the limit.
+that found nothing counts as slower than the limit. With `--defaults`, each target's campaign
+is `kreplica fuzz --bug X` (or `--variant X`) with every other option at its default: the
+default set-up, DEFAULT_STEPS steps per run, at most DEFAULT_EXAMPLES runs.
 
-    .venv/bin/python -m kreplica.conformance.bench.fuzz [--seeds 5] [--only WORD] [--markdown]
+    .venv/bin/python -m kreplica.conformance.bench.fuzz [--seeds 5] [--only WORD] [--defaults]
+        [--markdown]
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from rich.table import Table
 
 from kreplica.conformance.errors import run_command
 from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz
-from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
 
 MAX_SPEC_ACTIONS = 15
@@ -73,6 +76,8 @@ class Detection:
     target: Target
     results: tuple[FuzzResult, ...]
     time_limit: float
+    defaults: bool = False
+    """The campaigns ran with the default options, not the target's own set-up."""
 
     @property
     def found(self) -> list[FuzzResult]:
@@ -106,7 +111,7 @@ class Detection:
         median, cpu = self.median_seconds(), self.median_cpu_seconds()
         return [
             self.target.word,
-            " ".join(self.target.options()[1:]) or "(defaults)",
+            "(defaults)" if self.defaults else " ".join(self.target.options()[1:]) or "(defaults)",
             f"{len(found)}/{len(self.results)}",
             f"{median:.1f}" if math.isfinite(median) else f"> {self.time_limit:g}",
             f"{cpu:.1f}" if math.isfinite(cpu) else "-",
@@ -137,14 +142,21 @@ def _median(values: Sequence[float], form: str) -> str:
     return form.format(statistics.median(values)) if values else "-"
 
 
-def detect(target: Target, seeds: int, time_limit: float, console: Console) -> Detection:
-    """Run one campaign per seed for the target; report each on the console."""
+def detect(
+    target: Target, seeds: int, time_limit: float, console: Console, defaults: bool = False
+) -> Detection:
+    """Run one campaign per seed for the target (its own set-up, or with `defaults` the default
+    options); report each on the console."""
+    setup = target.default_setup if defaults else target.setup
+    examples = DEFAULT_EXAMPLES if defaults else 10**9
     results = []
     for seed_value in range(seeds):
-        result = run_fuzz(target.setup, 10**9, 100, seed_value, shrink=False, time_limit=time_limit)
+        result = run_fuzz(
+            setup, examples, DEFAULT_STEPS, seed_value, shrink=False, time_limit=time_limit
+        )
         results.append(result)
         console.print(f"  {target.word} seed {seed_value}: {_one(result)}")
-    return Detection(target, tuple(results), time_limit)
+    return Detection(target, tuple(results), time_limit, defaults)
 
 
 def _one(result: FuzzResult) -> str:
@@ -202,12 +214,19 @@ def markdown(rows: Sequence[Detection]) -> str:
     help="Seconds each detection campaign may search.",
 )
 @click.option("--only", multiple=True, metavar="WORD", help="Only this target (repeatable).")
+@click.option(
+    "--defaults",
+    is_flag=True,
+    help="Run each target with kreplica fuzz's default options (--bug X or --variant X only) "
+    "instead of its own set-up.",
+)
 @click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
 def main(
     throughput_examples: int,
     seeds: int,
     time_limit: float,
     only: tuple[str, ...],
+    defaults: bool,
     as_markdown: bool,
 ) -> None:
     """Measure the fuzzer's throughput and its time to detect each seeded bug and variant."""
@@ -225,7 +244,7 @@ def main(
             f"{t.cpu_seconds:.1f} s CPU, {t.wall_seconds:.1f} s wall"
         )
     chosen = [t for t in TARGETS if seeds and (not only or t.word in only)]
-    rows = [detect(t, seeds, time_limit, console) for t in chosen]
+    rows = [detect(t, seeds, time_limit, console, defaults) for t in chosen]
     if rows:
         console.print(detection_table(rows))
         if as_markdown:

@@ -24,7 +24,7 @@ from kreplica.conformance.fuzz.campaign import FuzzResult, never_taken, run_fuzz
 from kreplica.conformance.fuzz.campaign import summary_lines as fuzz_summary
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.machine import RunStats
-from kreplica.conformance.fuzz.setup import FAULTS, FuzzSetup
+from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FAULTS, FuzzSetup
 from kreplica.impl.variants import VariantError, parse_variant
 
 FUZZ_EXIT_CODES = """\b
@@ -58,6 +58,7 @@ def build_setup(
     max_faults: int,
     invariants: bool = True,
     only: tuple[str, ...] = (),
+    guided: bool = False,
 ) -> FuzzSetup:
     """The campaign's set-up from the options; KreplicaError on an unknown name or on a
     --fault that the other options switch off."""
@@ -67,7 +68,9 @@ def build_setup(
         raise KreplicaError(str(err)) from None
     crash, unclean, network = faults
     kinds = frozenset(kind.replace("-", "_") for kind in only)
-    setup = FuzzSetup(variant, replicas, crash, unclean, network, max_faults, invariants, kinds)
+    setup = FuzzSetup(
+        variant, replicas, crash, unclean, network, max_faults, invariants, kinds, guided
+    )
     off = sorted(kinds - set(setup.fault_kinds))
     if off:
         raise KreplicaError(f"--fault {off[0].replace('_', '-')} is switched off by another option")
@@ -127,14 +130,14 @@ class FuzzProgress:
 @click.option(
     "--examples",
     type=click.IntRange(min=0),
-    default=500,
+    default=DEFAULT_EXAMPLES,
     show_default=True,
     help="Runs to generate (Hypothesis max_examples).",
 )
 @click.option(
     "--steps",
     type=click.IntRange(min=1),
-    default=100,
+    default=DEFAULT_STEPS,
     show_default=True,
     help="Most steps per run (stateful_step_count).",
 )
@@ -214,6 +217,13 @@ class FuzzProgress:
     "one trace per line (runs replayed while shrinking are left out).",
 )
 @click.option(
+    "--guided/--unguided",
+    default=False,
+    show_default=True,
+    help="Steer the search towards rarely reached abstract states of the replicas' views "
+    "(each run hands its rarity to Hypothesis's target(); docs/fuzzing.md).",
+)
+@click.option(
     "--require-all-actions",
     is_flag=True,
     default=False,
@@ -243,12 +253,15 @@ def fuzz(
     time_limit: float | None,
     invariants: bool,
     corpus: Path | None,
+    guided: bool,
     require_all_actions: bool,
     out: Path,
 ) -> int:
     """Fuzz the implementation with Hypothesis; check the spec's invariants after every step."""
     on = (faults, unclean, network_faults)
-    setup = build_setup(assignments, bugs, replicas, on, max_faults, invariants, only_faults)
+    setup = build_setup(
+        assignments, bugs, replicas, on, max_faults, invariants, only_faults, guided
+    )
     check_output_dir(out, "failures to")
     display = FuzzProgress(examples, f"fuzz {setup.variant.label()}")
     with _corpus(corpus) as writer, display.shown():

@@ -73,14 +73,22 @@ def machine_for(
     return seed(seed_value)(machine)
 
 
-def fuzz_settings(examples: int, max_steps: int, shrink: bool = True) -> settings:
-    """Hypothesis settings for a reproducible campaign: no database, generate then shrink."""
+def fuzz_settings(
+    examples: int, max_steps: int, shrink: bool = True, guided: bool = False
+) -> settings:
+    """Hypothesis settings for a reproducible campaign: no database, generate (and, guided,
+    optimise the runs' `target` scores in between), then shrink."""
+    phases = [
+        Phase.generate,
+        *([Phase.target] if guided else []),
+        *([Phase.shrink] if shrink else []),
+    ]
     return settings(
         max_examples=examples,
         stateful_step_count=max_steps,
         database=None,
         deadline=None,
-        phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+        phases=phases,
         report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
         verbosity=Verbosity.quiet,
@@ -109,7 +117,7 @@ def run_fuzz(
         try:
             with local_constants_off():
                 run_state_machine_as_test(
-                    machine, settings=fuzz_settings(examples, max_steps, shrink)
+                    machine, settings=fuzz_settings(examples, max_steps, shrink, setup.guided)
                 )
         except FuzzFailure as err:
             failure = _failure(setup, err)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
+from hypothesis import target
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -58,6 +59,7 @@ from kreplica.conformance.bridge.schedule import (
 )
 from kreplica.conformance.fuzz.choices import CHOICES, behind
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
+from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
 from kreplica.conformance.fuzz.liveness import (
     IDLE_LIMIT,
     LOOP_EVENTS,
@@ -169,6 +171,8 @@ class RunStats:
     """Impl steps taken by the runs' settle phases (counted in impl_steps too)."""
     actions: Counter[str] = field(default_factory=Counter)
     """Spec actions taken, by name, in the runs Hypothesis generated (not in shrinking)."""
+    coverage: Coverage = field(default_factory=Coverage)
+    """The abstract states the generated runs reached (see `guidance`)."""
 
     @property
     def elapsed(self) -> float:
@@ -299,12 +303,15 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.violation: Violation | None = None
         self.sent: list[SentProduce] = []
         """The acks=-1 produces delivered to a broker (each must get an answer)."""
+        self.visited: set[AbstractState] = {abstract_state(self.recorder.state)}
+        """The abstract states this run reached (see `guidance`)."""
 
     def teardown(self) -> None:
         """At the end of a run (unless an invariant failed): settle the cluster and check
-        liveness. Then count the run's spec actions and append its trace to the corpus, for
-        the runs Hypothesis generates only (none once the first failing run is being shrunk);
-        then raise FuzzFailure if settling broke an invariant or a liveness requirement."""
+        liveness. Then count the run's spec actions and abstract states (with --guided, hand
+        its rarity to Hypothesis's `target`) and append its trace to the corpus, for the runs
+        Hypothesis generates only (none once the first failing run is being shrunk); then
+        raise FuzzFailure if settling broke an invariant or a liveness requirement."""
         late = None
         if self.violation is None:
             try:
@@ -313,6 +320,9 @@ class ReplicationMachine(RuleBasedStateMachine):
                 late = err
         if self._generated():
             self.stats.actions.update(e.action for e in self.recorder.events[1:])
+            rarity = self.stats.coverage.observe(self.visited)
+            if self.setup.guided:
+                target(rarity, label="rarity of the abstract states reached")
             self._write_corpus()
         if late is not None:
             raise late
@@ -417,6 +427,7 @@ class ReplicationMachine(RuleBasedStateMachine):
                 raise FuzzFailure(found, self.steps)
         self.stats.steps += 1
         after = self.recorder.state
+        self.visited.add(abstract_state(after))
         stirred = not self._faulting and any(before[v] != after[v] for v in STIRRING_VARS)
         self.faults.tick(stirred)
         self.records.tick()

@@ -26,6 +26,12 @@ class Target:
     setup: FuzzSetup
     why: str
 
+    @property
+    def default_setup(self) -> FuzzSetup:
+        """The default set-up with this target's bug or variant (`kreplica fuzz --bug X` or
+        `--variant X` and no other option)."""
+        return FuzzSetup(variant=self.setup.variant)
+
     def options(self) -> list[str]:
         """The `kreplica fuzz` options of the set-up (the defaults left out)."""
         s, default = self.setup, FuzzSetup()

@@ -1,0 +1,149 @@
+"""Benchmark of guided fuzzing: abstract-state coverage against time, guided and unguided.
+
+For each seed, two campaigns of the correct protocol with the default set-up search for the same
+number of seconds: one unguided, one `--guided` (each run hands its rarity to Hypothesis's
+`target()`, see `fuzz.guidance`). Each campaign's coverage curve (distinct abstract states after
+each run) is drawn, both modes side by side, into one picture, and the final counts are
+printed as a table.
+
+    .venv/bin/python -m kreplica.conformance.bench.guided [--seconds 60] [--seeds 3]
+        [--picture docs/img/guided-coverage.png] [--markdown]
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+from rich.console import Console
+from rich.table import Table
+
+from kreplica.conformance.errors import run_command
+from kreplica.conformance.fuzz.campaign import run_fuzz
+from kreplica.conformance.fuzz.setup import DEFAULT_STEPS, FuzzSetup
+
+MODES = (("unguided", False), ("guided", True))
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One campaign's coverage: (seconds, distinct abstract states) after each run."""
+
+    mode: str
+    seed: int
+    points: tuple[tuple[float, int], ...]
+    runs: int
+
+    @property
+    def final(self) -> int:
+        """Distinct abstract states at the end of the campaign."""
+        return self.points[-1][1] if self.points else 0
+
+
+def campaign(guided: bool, seed_value: int, seconds: float) -> Curve:
+    """A campaign of the correct protocol, guided or not, searching for `seconds`."""
+    setup = FuzzSetup(guided=guided)
+    result = run_fuzz(setup, 10**9, DEFAULT_STEPS, seed_value, shrink=False, time_limit=seconds)
+    if result.failure is not None:
+        raise click.ClickException(f"the correct protocol failed: {result.failure.reason}")
+    mode = "guided" if guided else "unguided"
+    curve = tuple(result.stats.coverage.curve)
+    return Curve(mode, seed_value, curve, result.stats.runs)
+
+
+def draw(curves: Sequence[Curve], seconds: float, path: Path) -> None:
+    """Coverage against time, one line per campaign, a colour per mode."""
+    colours = {"unguided": "tab:blue", "guided": "tab:orange"}
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for mode, _ in MODES:
+        for i, c in enumerate(x for x in curves if x.mode == mode):
+            ax.plot(
+                [t for t, _ in c.points],
+                [n for _, n in c.points],
+                color=colours[mode],
+                alpha=0.8,
+                label=mode if i == 0 else None,
+            )
+    ax.set_xlim(0, seconds)
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("distinct abstract states")
+    ax.set_title("kreplica fuzz: abstract-state coverage, guided and unguided (one line a seed)")
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def rows(curves: Sequence[Curve]) -> list[list[str]]:
+    """Per mode: the final coverage of each seed, its median, and the runs' median."""
+    out = []
+    for mode, _ in MODES:
+        mine = [c for c in curves if c.mode == mode]
+        finals = [c.final for c in mine]
+        out.append(
+            [
+                mode,
+                ", ".join(str(n) for n in finals),
+                f"{statistics.median(finals):.0f}",
+                f"{statistics.median([c.runs for c in mine]):.0f}",
+            ]
+        )
+    return out
+
+
+COLUMNS = ("mode", "abstract states per seed", "median", "median runs")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds each campaign searches.",
+)
+@click.option(
+    "--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds 0..N-1."
+)
+@click.option(
+    "--picture",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("docs/img/guided-coverage.png"),
+    show_default=True,
+    help="Where the plot goes.",
+)
+@click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
+def main(seconds: float, seeds: int, picture: Path, as_markdown: bool) -> None:
+    """Plot abstract-state coverage against time for guided and unguided fuzzing."""
+    console = Console(highlight=False, width=200)
+    curves = []
+    for seed_value in range(seeds):
+        for mode, guided in MODES:
+            curve = campaign(guided, seed_value, seconds)
+            console.print(f"  {mode} seed {seed_value}: {curve.final} states, {curve.runs} runs")
+            curves.append(curve)
+    draw(curves, seconds, picture)
+    table = Table(title=f"abstract states after {seconds:g} s")
+    for name in COLUMNS:
+        table.add_column(name)
+    for row in rows(curves):
+        table.add_row(*row)
+    console.print(table)
+    console.print(f"picture: {picture}")
+    if as_markdown:
+        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows(curves)]
+        console.print("\n".join(lines), soft_wrap=True)
+
+
+if __name__ == "__main__":
+    run_command(main, "python -m kreplica.conformance.bench.guided")

@@ -1,0 +1,98 @@
+"""Guided fuzzing: abstract states, the campaign's coverage of them, and a run's rarity score.
+
+Replication bugs live where the replicas' views of the partition disagree: a follower whose HW
+trails its leader's, a leader that does not know it was replaced, an ISR member behind the
+committed offset. `abstract_state` keeps exactly those relations, per replica and relative to
+the controller's leader, and forgets the concrete offsets, epochs and record ids, so that a
+campaign's runs fall into a few thousand abstract states (the raw spec states are unbounded).
+
+`Coverage` counts, over a campaign, how often each abstract state was seen, and records the
+number of distinct ones after each run (the coverage curve of docs/fuzzing.md). With
+`kreplica fuzz --guided` each run's score is its rarity (`Coverage.rarity`), which the run hands
+to Hypothesis's `target()`: Hypothesis then mutates the runs that reached rarely seen abstract
+states, steering the search towards what the campaign has not covered yet.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED, State
+
+AbstractState = tuple[Any, ...]
+"""A hashable abstraction of a spec state (see `abstract_state`)."""
+
+
+def _sign(a: int, b: int) -> int:
+    """-1, 0 or 1 as a is below, equal to or above b."""
+    return (a > b) - (a < b)
+
+
+def _prefix(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """One log is a prefix of the other (they have not diverged)."""
+    n = min(len(a), len(b))
+    return tuple(a[:n]) == tuple(b[:n])
+
+
+def _replica(s: State, b: int, ref: int) -> tuple[Any, ...]:
+    """Replica b's view relative to replica `ref` (the controller's leader): running, role,
+    epoch against the controller's, fetch state, LEO and HW against ref's, ISR memberships,
+    and whether its log has diverged from ref's."""
+    i, r = b - 1, ref - 1
+    epoch = s["leaderEpoch"][i]
+    hosted = "unhosted" if epoch == NOT_HOSTED else _sign(epoch, s["ctrlEpoch"])
+    leader = s["leader"][i]
+    role = "leader" if leader == b else "none" if leader == NO_LEADER else "follower"
+    log, ref_log = s["log"][i], s["log"][r]
+    return (
+        b in s["alive"],
+        role,
+        hosted,
+        s["fetchState"][i],
+        _sign(len(log), len(ref_log)),
+        _sign(s["hw"][i], s["hw"][r]),
+        b in s["ctrlIsr"],
+        b in s["isr"][r],
+        _prefix(log, ref_log),
+    )
+
+
+def abstract_state(s: State) -> AbstractState:
+    """The relations between the replicas' views that replication bugs break: per replica, its
+    view relative to the controller's leader (or to replica 1 when there is none), and whether
+    some acknowledged record is not yet committed."""
+    replicas = range(1, len(s["hw"]) + 1)
+    ref = s["ctrlLeader"] if s["ctrlLeader"] in replicas else 1
+    committed = {record for _, record in s["committed"]}
+    views = tuple(_replica(s, b, ref) for b in replicas)
+    return (ref == s["ctrlLeader"], views, bool(s["acked"] - committed))
+
+
+@dataclass
+class Coverage:
+    """The abstract states a campaign's runs reached: how often each, and the curve of distinct
+    states against time (one point per run)."""
+
+    seen: Counter[AbstractState] = field(default_factory=Counter)
+    started: float = field(default_factory=time.perf_counter)
+    curve: list[tuple[float, int]] = field(default_factory=list)
+    """(seconds since the campaign started, distinct abstract states) after each run."""
+
+    def rarity(self, run: Iterable[AbstractState]) -> float:
+        """A run's score: the sum, over the distinct abstract states it reached, of 1 / (1 +
+        the runs before it that reached that state). A run that reaches one never-seen state
+        scores at least 1; one that stays among well-trodden states scores near 0."""
+        return sum(1.0 / (1 + self.seen[a]) for a in set(run))
+
+    def observe(self, run: Iterable[AbstractState]) -> float:
+        """Count a finished run's abstract states, extend the curve; the run's rarity (scored
+        before it is counted)."""
+        states = set(run)
+        score = self.rarity(states)
+        self.seen.update(states)
+        self.curve.append((time.perf_counter() - self.started, len(self.seen)))
+        return score
