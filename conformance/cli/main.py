@@ -14,6 +14,7 @@ from kreplica.conformance.cli.coverage import coverage_command
 from kreplica.conformance.cli.fuzz import fuzz
 from kreplica.conformance.cli.kafka import kafka_group
 from kreplica.conformance.cli.kafka_compare import compare_command
+from kreplica.conformance.cli.mutate import mutate_command
 from kreplica.conformance.cli.replay import replay_command
 from kreplica.conformance.errors import PROG, run_command
 
@@ -65,5 +66,6 @@ main.add_command(replay_command)
 main.add_command(fuzz)
 main.add_command(conform_command)
 main.add_command(coverage_command)
+main.add_command(mutate_command)
 kafka_group.add_command(compare_command)
 main.add_command(kafka_group)

@@ -1,0 +1,157 @@
+"""`kreplica mutate`: sample mutants of impl/'s core, run the fuzz + conformance campaign on
+each, and report the kill rate and the survivors (a table on stdout, progress on stderr).
+
+The engine is `kreplica.conformance.mutation.engine.run`: call it from Python rather than this
+command, which exits instead of returning."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kreplica.conformance.cli.console import console as make_console
+from kreplica.conformance.errors import KreplicaError, file_error
+from kreplica.conformance.mutation.campaign import SURVIVED, Campaign, Outcome
+from kreplica.conformance.mutation.engine import plan, refuted, run, settings_of
+from kreplica.conformance.mutation.results import (
+    EQUIVALENT_FILE,
+    Results,
+    load_equivalent,
+    markdown,
+    tally,
+)
+
+EPILOG = """\b
+Examples:
+  kreplica mutate                         80 mutants, seed 1 (make mutation)
+  kreplica mutate --seed 2 --jobs 2 --markdown build/mutation/seed-2.md
+  kreplica mutate --sample 5 --out build/mutation/try
+
+\b
+Each sampled mutant (one small edit of impl/log.py, partition.py, ...: see
+docs/mutation.md) runs `kreplica fuzz --examples 150 --steps 50 --seed S
+--corpus C --no-shrink` and, if the fuzzer found nothing, `kreplica conform C
+--no-spark --workers 1`. results.json in --out is rewritten after every
+mutant; run the same command again to resume. Mutants argued equivalent in
+conformance/mutation/equivalent.toml are listed, not run, and left out of the
+kill rate with the stillborn ones (the edit does not import).
+
+\b
+Exit codes:
+  0  every sampled mutant has an outcome (whatever the kill rate)
+  2  bad input: --sample below 1, an unreadable or malformed equivalent file,
+     an --out that is a file or holds results of other settings, an
+     unwritable --markdown
+  130  interrupted (Ctrl-C): the outcomes so far are kept in --out
+"""
+
+
+def _commit() -> str:
+    """The checkout's commit (with `+dirty` for uncommitted changes), or `unknown`."""
+    try:
+        root = Path(__file__).resolve().parents[2]
+        git = ["git", "-C", str(root)]
+        head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
+        dirty = subprocess.run([*git, "status", "--porcelain", "--", "impl", "conformance"],
+                               capture_output=True, text=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+@click.command("mutate", epilog=EPILOG)
+@click.option("--sample", "size", type=int, default=80, show_default=True,
+              help="Mutants to sample from every mutant of the core.")  # fmt: skip
+@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Sampling seed; also the fuzz seed.")  # fmt: skip
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Mutants run in parallel.")  # fmt: skip
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Directory for results.json (default: build/mutation/seed-SEED).")  # fmt: skip
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=600.0,
+              show_default=True, metavar="SECONDS",
+              help="Seconds per mutant; past them it counts as killed (timeout).")  # fmt: skip
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report as Markdown to this file.")  # fmt: skip
+@click.option("--equivalent", "equivalent_path", type=click.Path(path_type=Path),
+              default=EQUIVALENT_FILE, show_default=False,
+              help="TOML file of equivalent mutants (default: the shipped one).")  # fmt: skip
+def mutate_command(
+    size: int,
+    seed: int,
+    jobs: int,
+    out: Path | None,
+    time_limit: float,
+    markdown_path: Path | None,
+    equivalent_path: Path,
+) -> int:
+    """Mutation testing: how many small edits of impl/ the fuzz + conformance campaign kills."""
+    if size < 1:
+        raise KreplicaError(f"--sample {size}: sample at least 1 mutant")
+    equivalent = load_equivalent(equivalent_path)
+    campaign = Campaign(seed=seed, time_limit=time_limit)
+    folder = out or Path("build/mutation") / f"seed-{seed}"
+    results = Results.open(folder, settings_of(size, seed, campaign))
+    mutants = plan(size, seed)
+    errors = make_console(stderr=True)
+    done = sum(m.id in results.outcomes for m in mutants)
+    commit = _commit()
+    errors.print(
+        f"kreplica mutate: {len(mutants)} mutants (seed {seed}), {done} done before, "
+        f"{jobs} at a time, commit {commit}; results in {folder}/results.json"
+    )
+    start = time.monotonic()
+    columns = (TextColumn("mutants"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.description}"), TimeElapsedColumn())  # fmt: skip
+    bar = Progress(*columns, console=errors)
+    with bar:
+        task = bar.add_task("", total=len(mutants), completed=done)
+
+        def advance(outcome: Outcome) -> None:
+            bar.update(task, advance=1, description=f"{outcome.mutant} {outcome.verdict}")
+
+        outcomes = run(mutants, results, campaign, equivalent, jobs, advance)
+    wall = time.monotonic() - start
+    render(outcomes)
+    for wrong in refuted(outcomes, equivalent):
+        errors.print(f"warning: {wrong.mutant} is argued equivalent but was {wrong.verdict}")
+    errors.print(f"wall time {wall:.0f} s for {len(mutants) - done} mutant(s)")
+    if markdown_path is not None:
+        header = (f"`kreplica mutate --sample {size} --seed {seed}`: commit {commit}, "
+                  f"wall time {wall:.0f} s ({jobs} job(s))")  # fmt: skip
+        try:
+            markdown_path.parent.mkdir(parents=True, exist_ok=True)
+            markdown_path.write_text(markdown(outcomes, equivalent, header) + "\n", "utf-8")
+        except OSError as err:
+            raise file_error("write", markdown_path, err) from None
+    return 0
+
+
+def render(outcomes: list[Outcome]) -> None:
+    """The tally and the survivors, as tables on stdout."""
+    out = make_console()
+    t = tally(outcomes)
+    table = Table(title="mutants")
+    for column in ("killed (fuzz)", "killed (conformance)", "timeout", "survived",
+                   "equivalent", "stillborn", "error", "kill rate"):  # fmt: skip
+        table.add_column(column, justify="right")
+    rate = "n/a" if t.rate is None else f"{100 * t.rate:.1f}%"
+    c = t.counts
+    table.add_row(str(t.by.get("fuzz", 0)), str(t.by.get("conformance", 0)),
+                  str(c.get("timeout", 0)), str(c.get("survived", 0)), str(c.get("equivalent", 0)),
+                  str(c.get("stillborn", 0)), str(c.get("error", 0)), rate)  # fmt: skip
+    out.print(table)
+    survivors = [o for o in outcomes if o.verdict == SURVIVED]
+    if survivors:
+        table = Table(title="survivors")
+        for column in ("mutant", "edit", "seconds"):
+            table.add_column(column)
+        for o in survivors:
+            table.add_row(o.mutant, o.description, f"{o.seconds:.0f}")
+        out.print(table)

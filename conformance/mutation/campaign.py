@@ -1,0 +1,235 @@
+"""One mutant through the campaign: `kreplica fuzz` on the mutated implementation, then, if the
+fuzzer found nothing, `kreplica conform` on every trace it recorded.
+
+The campaign is the one issue #14's study used, kept as it is (never tuned to a mutant):
+`kreplica fuzz --examples 150 --steps 50 --seed S --corpus C --no-shrink`, then
+`kreplica conform C --no-spark --workers 1`. Verdicts:
+
+    killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
+                conform exited 1 (a trace the spec does not allow); `by` says which
+    timeout     the mutant's time limit passed (counted as killed, reported apart)
+    stillborn   the mutated package does not import, or fuzz exited 2 (bad input at start-up):
+                left out of the rate
+    error       conform could not check a trace (exit 2) or another exit code: left out of
+                the rate, reported with its reason
+    survived    both exited 0
+
+Every process runs in its own process group (and dies with this one, `tla.tlc.death_signal`);
+a timeout or Ctrl-C kills the group, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kreplica.conformance.mutation.operators import Mutant
+from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
+from kreplica.conformance.tla.tlc import death_signal
+
+KILLED = "killed"
+TIMEOUT = "timeout"
+STILLBORN = "stillborn"
+ERROR = "error"
+SURVIVED = "survived"
+EQUIVALENT = "equivalent"
+"""Not a run's verdict: a mutant argued equivalent in equivalent.toml (never run)."""
+
+KREPLICA = "from kreplica.conformance.cli.main import main; main()"
+"""`python -c KREPLICA ARGS` is `kreplica ARGS` with the interpreter that runs this one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Campaign:
+    """The campaign's settings: fuzz runs and steps, the fuzz seed, seconds per mutant."""
+
+    examples: int = 150
+    steps: int = 50
+    seed: int = 1
+    time_limit: float = 600.0
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one mutant: the verdict, who killed it, how long, and why (one line)."""
+
+    mutant: str
+    verdict: str
+    by: str | None = None
+    seconds: float = 0.0
+    detail: str = ""
+    description: str = ""
+    exits: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        """The outcome as a JSON object."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Outcome:
+        """An outcome from `to_json`'s object."""
+        return cls(**data)  # type: ignore[arg-type]
+
+
+class _TimedOut(Exception):
+    """The mutant's time limit passed while a command ran."""
+
+
+class Stopped(Exception):
+    """`stop_all` was called: the campaign was interrupted, its outcome is void."""
+
+
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill every command a campaign is running (by process group) and start no other."""
+    with _LIVE_LOCK:
+        _STOPPING.set()
+        live = list(_LIVE)
+    for proc in live:
+        _kill(proc)
+
+
+def allow_runs() -> None:
+    """Allow campaigns again after `stop_all`."""
+    _STOPPING.clear()
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str], deadline: float) -> tuple[int, str]:
+    """Run `kreplica ARGS` in its own process group until `deadline` (monotonic); return its
+    exit code and its output (stdout then stderr). _TimedOut after killing the group; Stopped
+    if `stop_all` was called."""
+    out_path = cwd / f"{args[0]}.out"
+    with out_path.open("w", encoding="utf-8") as out:
+        with _LIVE_LOCK:
+            if _STOPPING.is_set():
+                raise Stopped
+            proc = subprocess.Popen(
+                [sys.executable, "-c", KREPLICA, *args],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=death_signal(),
+            )
+            _LIVE.add(proc)
+        try:
+            code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise _TimedOut from None
+        finally:  # a timeout, Ctrl-C, or what the command left running in its group
+            _kill(proc)
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+    if _STOPPING.is_set():
+        raise Stopped
+    return code, out_path.read_text(encoding="utf-8", errors="replace")
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process group and reap its leader."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _last_line(text: str, *markers: str) -> str:
+    """The last output line holding one of the markers (else the last non-empty line)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if any(m in line for m in markers):
+            return line[:300]
+    return lines[-1][:300] if lines else ""
+
+
+def _violation(out: Path) -> str:
+    """The first violating trace of a conform result set, in one line."""
+    try:
+        lines = (out / "results.json").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+    except (OSError, ValueError):
+        return ""
+    for row in rows:
+        if isinstance(row, dict) and row.get("verdict") == "violates":
+            diff = str(row.get("diff") or row.get("reason") or "")[:200]
+            where = f"step {row.get('step')} ({row.get('action')})"
+            return f"{row.get('trace_id')} violates at {where}: {diff}"
+    return ""
+
+
+def run_mutant(mutant: Mutant, campaign: Campaign, scratch: Path | None = None) -> Outcome:
+    """Build the mutant's overlay in a fresh folder (under `scratch`), run the campaign, remove
+    the folder, and return the outcome."""
+    start = time.monotonic()
+    deadline = start + campaign.time_limit
+    work = Path(tempfile.mkdtemp(prefix="kreplica-mutant-", dir=scratch))
+    outcome = Outcome(mutant.id, SURVIVED, description=mutant.description)
+    try:
+        _campaign(mutant, campaign, work, deadline, outcome)
+    except _TimedOut:
+        outcome.verdict, outcome.detail = TIMEOUT, f"over {campaign.time_limit:g} s"
+    finally:
+        outcome.seconds = round(time.monotonic() - start, 1)
+        shutil.rmtree(work, ignore_errors=True)
+    return outcome
+
+
+def _campaign(mutant: Mutant, campaign: Campaign, work: Path, deadline: float, o: Outcome) -> None:
+    """The campaign's steps, filling in the outcome `o` (raises _TimedOut)."""
+    try:
+        overlay = build_overlay(mutant, work / "overlay")
+    except (KeyError, ValueError) as err:
+        o.verdict, o.detail = STILLBORN, f"cannot make the mutant: {err}"
+        return
+    env = overlay_env(overlay)
+    module = "kreplica.impl." + mutant.file.removesuffix(".py")
+    if _STOPPING.is_set():
+        raise Stopped
+    probe = subprocess.run(
+        [sys.executable, "-c", f"import {module}, kreplica.impl.cluster"],
+        env=env, cwd=work, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        o.verdict, o.detail = STILLBORN, "import fails: " + _last_line(probe.stderr)
+        return
+    corpus = work / "corpus.jsonl"
+    fuzz_args = [
+        "fuzz", "--examples", str(campaign.examples), "--steps", str(campaign.steps),
+        "--seed", str(campaign.seed), "--corpus", str(corpus), "--no-shrink",
+        "--out", str(work / "fuzz"),
+    ]  # fmt: skip
+    code, text = _run(fuzz_args, work, env, deadline)
+    o.exits["fuzz"] = code
+    if code == 1:
+        o.verdict, o.by = KILLED, "fuzz"
+        o.detail = _last_line(text, "failed", "Error", "did not settle", "raised")
+        return
+    if code == 2:
+        o.verdict, o.detail = STILLBORN, "fuzz exit 2: " + _last_line(text, "error")
+        return
+    if code != 0:
+        o.verdict, o.detail = ERROR, f"fuzz exit {code}: " + _last_line(text)
+        return
+    conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1"]
+    code, text = _run([*conform_args, "--out", str(work / "conform")], work, env, deadline)
+    o.exits["conform"] = code
+    if code == 1:
+        o.verdict, o.by = KILLED, "conformance"
+        o.detail = _violation(work / "conform") or _last_line(text, "violat")
+    elif code != 0:
+        o.verdict, o.detail = ERROR, f"conform exit {code}: " + _last_line(text, "error")

@@ -1,0 +1,215 @@
+"""Mutation testing (`kreplica mutate`): each operator makes the edit it names and nothing else,
+the mutants and a seed's sample are the same every time, the overlay really runs the mutated
+code, a breaking mutant is killed by a real (small) campaign, results resume, and bad input is
+one stderr line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_helpers import one_error_line
+from click.testing import CliRunner
+
+from kreplica.conformance.cli.main import main
+from kreplica.conformance.mutation.campaign import (
+    EQUIVALENT,
+    KILLED,
+    STILLBORN,
+    SURVIVED,
+    Campaign,
+    Outcome,
+    run_mutant,
+)
+from kreplica.conformance.mutation.engine import plan, run, settings_of
+from kreplica.conformance.mutation.operators import Mutant
+from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
+from kreplica.conformance.mutation.results import Results, load_equivalent
+from kreplica.conformance.mutation.sites import all_mutants, impl_dir, mutants_of, mutated_source
+
+SNIPPET = textwrap.dedent(
+    '''\
+    """A module."""
+    LIMIT = 3
+
+
+    def f(a: int, b: int) -> int:
+        """Docstring."""
+        if a < b and not a == 0:  # keep me
+            a += 1
+        return max(a, b - 2)
+
+
+    def __repr__(self) -> str:
+        return f"{1 + 2}"
+    '''
+)
+
+
+def _edits(source: str) -> dict[str, str]:
+    """Mutant id -> the one changed line of its source."""
+    found = {}
+    for mutant in mutants_of("m.py", source):
+        new = mutated_source(mutant, source).splitlines()
+        old = source.splitlines()
+        changed = [n for o, n in zip(old, new, strict=True) if o != n]
+        found[mutant.id] = changed[0].strip()
+    return found
+
+
+def test_each_operator_makes_its_edit_and_keeps_the_rest_of_the_line() -> None:
+    assert _edits(SNIPPET) == {
+        "m.py:2:8:int-plus1": "LIMIT = 4",
+        "m.py:2:8:int-minus1": "LIMIT = 2",
+        "m.py:7:7:cmp-lt-le": "if a <= b and not a == 0:  # keep me",
+        "m.py:7:7:and-or": "if a < b or not a == 0:  # keep me",
+        "m.py:7:17:not-drop": "if a < b and a == 0:  # keep me",
+        "m.py:7:21:cmp-eq-ne": "if a < b and not a != 0:  # keep me",
+        "m.py:7:26:int-plus1": "if a < b and not a == 1:  # keep me",
+        "m.py:7:26:int-minus1": "if a < b and not a == -1:  # keep me",
+        "m.py:8:8:add-sub": "a -= 1",
+        "m.py:8:8:stmt-pass": "pass",
+        "m.py:8:13:int-plus1": "a += 2",
+        "m.py:8:13:int-minus1": "a += 0",
+        "m.py:9:11:max-min": "return min(a, b - 2)",
+        "m.py:9:18:sub-add": "return max(a, b + 2)",
+        "m.py:9:22:int-plus1": "return max(a, b - 3)",
+        "m.py:9:22:int-minus1": "return max(a, b - 1)",
+    }, "docstrings, annotations, __repr__ and f-strings are not mutated, nor is a module-level "
+    "statement deleted"
+
+
+def test_a_splice_is_parenthesised_when_precedence_needs_it() -> None:
+    """`0 ** 2` with 0 made -1 must read `(-1) ** 2`: `-1 ** 2` is -(1 ** 2)."""
+    source = "y = 0 ** 2\n"
+    mutant = next(m for m in mutants_of("p.py", source) if m.operator == "int-minus1")
+    assert mutated_source(mutant, source) == "y = (-1) ** 2\n"
+
+
+def test_enumeration_is_deterministic_and_a_seed_gives_the_same_sample() -> None:
+    first, second = all_mutants(), all_mutants()
+    assert first == second
+    assert len({m.id for m in first}) == len(first), "mutant ids are unique"
+    assert plan(80, 1) == plan(80, 1)
+    assert plan(80, 1) != plan(80, 2)
+    assert plan(10, 1) == plan(80, 1)[:10], "a smaller sample is a prefix of a larger one"
+
+
+def _mutant(file: str, operator: str, needle: str) -> Mutant:
+    """The mutant of `file` with `operator` whose edited line holds `needle`."""
+    source = (impl_dir() / file).read_text(encoding="utf-8")
+    lines = source.splitlines()
+    for mutant in mutants_of(file, source):
+        if mutant.operator == operator and needle in lines[mutant.line - 1]:
+            return mutant
+    raise AssertionError(f"no {operator} mutant of {file} at {needle!r}")
+
+
+def test_the_overlay_runs_the_mutated_module_and_the_real_rest(tmp_path: Path) -> None:
+    """`_leo` is log_start_offset + len(entries) (5 + 2); its `+` made `-` (5 - 2) shows in a
+    fresh process, and the real code still runs without the overlay."""
+    mutant = _mutant("log.py", "add-sub", "return self.log_start_offset + len(self.entries)")
+    overlay = build_overlay(mutant, tmp_path / "overlay")
+    probe = textwrap.dedent(
+        """\
+        import kreplica.impl.log as log, kreplica.impl.partition as partition
+        from kreplica.impl.messages import TopicPartition
+        l = log.Log(TopicPartition("t", 0))
+        l.log_start_offset = 5
+        l.entries = [None, None]
+        print(l._leo(), log.__file__, partition.__file__)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", probe], env=overlay_env(overlay),
+                         capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    assert out[0] == "3", out
+    assert out[1] == str(overlay / "kreplica/impl/log.py")
+    assert Path(out[2]).resolve() == impl_dir() / "partition.py"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.split()[0] == "7"  # fmt: skip
+
+
+def test_an_obviously_breaking_mutant_is_killed_by_a_real_campaign(tmp_path: Path) -> None:
+    """The leader's high watermark never moves (its assignment deleted): acks=all produces
+    never complete, or conformance sees a HW the spec would have advanced."""
+    mutant = _mutant("log.py", "stmt-pass", "self.high_watermark = new_high_watermark")
+    outcome = run_mutant(mutant, Campaign(examples=15, steps=30, time_limit=120), tmp_path)
+    assert outcome.verdict == KILLED, outcome
+    assert outcome.by in ("fuzz", "conformance")
+    assert list(tmp_path.iterdir()) == [], "the mutant's scratch folder is removed"
+
+
+def test_a_mutant_that_cannot_be_made_is_stillborn(tmp_path: Path) -> None:
+    broken = Mutant("log.py", 1, 0, "nothing-here", "no such site")
+    outcome = run_mutant(broken, Campaign(time_limit=60), tmp_path)
+    assert outcome.verdict == STILLBORN and "cannot make the mutant" in outcome.detail
+
+
+def test_results_are_written_after_each_mutant_and_a_rerun_skips_them(tmp_path: Path) -> None:
+    campaign = Campaign(examples=1, steps=1, time_limit=60)
+    mutants = plan(3, 7)
+    settings = settings_of(3, 7, campaign)
+    results = Results.open(tmp_path, settings)
+    results.add(Outcome(mutants[0].id, KILLED, by="fuzz", description=mutants[0].description))
+    results.add(Outcome(mutants[1].id, SURVIVED, description=mutants[1].description))
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [o["mutant"] for o in saved["outcomes"]] == [m.id for m in mutants[:2]]
+    resumed = Results.open(tmp_path, settings)
+    equivalent = {m.id: "argued equivalent for this test" for m in mutants[1:]}
+    ran: list[str] = []
+    outcomes = run(
+        mutants, resumed, campaign, equivalent, on_outcome=lambda o: ran.append(o.mutant)
+    )
+    assert ran == [mutants[2].id], "the two done are skipped; the equivalent one is not run"
+    assert [o.verdict for o in outcomes] == [KILLED, EQUIVALENT, EQUIVALENT], (
+        "a survivor argued equivalent after its run is reported equivalent"
+    )
+    assert len(json.loads((tmp_path / "results.json").read_text())["outcomes"]) == 3
+
+
+def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
+    known = {m.id for m in all_mutants()}
+    for mutant_id, argument in load_equivalent().items():
+        assert mutant_id in known, f"{mutant_id}: no such mutant (the file changed?)"
+        assert len(argument) > 40
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sample", "0"], "--sample 0"),
+        (["--equivalent", "{tmp}/missing.toml"], "cannot read"),
+        (["--equivalent", "{tmp}/bad.toml"], "not TOML"),
+        (["--out", "{tmp}/a-file"], "is not a directory"),
+        (["--out", "{tmp}/other"], "other settings"),
+        (["--jobs", "0"], "--jobs"),
+    ],
+    ids=[
+        "sample-0",
+        "equivalent-missing",
+        "equivalent-not-toml",
+        "out-is-a-file",
+        "out-other-settings",
+        "jobs-0",
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "bad.toml").write_text("[equivalent\n")
+    (tmp_path / "a-file").write_text("")
+    Results.open(tmp_path / "other", {"sample": 1}).add(Outcome("x.py:1:0:op", KILLED))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    result = CliRunner().invoke(main, ["mutate", *args])
+    assert result.exit_code == 2, result.output
+    line = one_error_line(result)
+    assert line.startswith("kreplica: error:") and message in line
+
+
+def test_mutate_help_lists_the_exit_codes() -> None:
+    result = CliRunner().invoke(main, ["mutate", "--help"])
+    assert result.exit_code == 0
+    for line in ("0  every sampled mutant", "2  bad input", "130  interrupted"):
+        assert line in result.output
