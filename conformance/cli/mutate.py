@@ -52,13 +52,13 @@ Exit codes:
 
 
 def _commit() -> str:
-    """The checkout's commit (with `+dirty` for uncommitted changes), or `unknown`."""
+    """The checkout's commit (`+dirty`: uncommitted changes in impl/, conformance/ or spec/)."""
     try:
         root = Path(__file__).resolve().parents[2]
         git = ["git", "-C", str(root)]
         head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"],
                               capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
-        dirty = subprocess.run([*git, "status", "--porcelain", "--", "impl", "conformance"],
+        dirty = subprocess.run([*git, "status", "--porcelain", "--", "impl", "conformance", "spec"],
                                capture_output=True, text=True, timeout=10)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return "unknown"
