@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.mutation.campaign import (
     EQUIVALENT,
+    ERROR,
     KILLED,
     STILLBORN,
     SURVIVED,
@@ -156,15 +157,16 @@ def test_results_are_written_after_each_mutant_and_a_rerun_skips_them(tmp_path: 
     results = Results.open(tmp_path, settings)
     results.add(Outcome(mutants[0].id, KILLED, by="fuzz", description=mutants[0].description))
     results.add(Outcome(mutants[1].id, SURVIVED, description=mutants[1].description))
+    results.add(Outcome(mutants[2].id, ERROR, detail="conform exit 2"))
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert [o["mutant"] for o in saved["outcomes"]] == [m.id for m in mutants[:2]]
+    assert [o["mutant"] for o in saved["outcomes"]] == [m.id for m in mutants]
     resumed = Results.open(tmp_path, settings)
     equivalent = {m.id: "argued equivalent for this test" for m in mutants[1:]}
     ran: list[str] = []
     outcomes = run(
         mutants, resumed, campaign, equivalent, on_outcome=lambda o: ran.append(o.mutant)
     )
-    assert ran == [mutants[2].id], "the two done are skipped; the equivalent one is not run"
+    assert ran == [mutants[2].id], "the two done are skipped; an error is judged again"
     assert [o.verdict for o in outcomes] == [KILLED, EQUIVALENT, EQUIVALENT], (
         "a survivor argued equivalent after its run is reported equivalent"
     )

@@ -6,12 +6,14 @@ The campaign is the one issue #14's study used, kept as it is (never tuned to a 
 `kreplica conform C --no-spark --workers 1`. Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
-                conform exited 1 (a trace the spec does not allow); `by` says which
+                conform found a trace the spec does not allow (exit 1; or exit 2, which
+                outranks 1, when other traces could not be checked); `by` says which
     timeout     the mutant's time limit passed (counted as killed, reported apart)
     stillborn   the mutated package does not import, or fuzz exited 2 (bad input at start-up):
                 left out of the rate
-    error       conform could not check a trace (exit 2) or another exit code: left out of
-                the rate, reported with its reason
+    error       conform could not check some trace and found none violating (exit 2), or
+                another exit code: left out of the rate, reported with its reason, and run
+                again when the results are resumed
     survived    both exited 0
 
 Every process runs in its own process group (and dies with this one, `tla.tlc.death_signal`);
@@ -158,7 +160,7 @@ def _last_line(text: str, *markers: str) -> str:
 
 
 def _violation(out: Path) -> str:
-    """The first violating trace of a conform result set, in one line."""
+    """The first violating trace of a conform result set, in one line ("": none)."""
     try:
         lines = (out / "results.json").read_text(encoding="utf-8").splitlines()
         rows = [json.loads(line) for line in lines if line.strip()]
@@ -228,8 +230,12 @@ def _campaign(mutant: Mutant, campaign: Campaign, work: Path, deadline: float, o
     conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1"]
     code, text = _run([*conform_args, "--out", str(work / "conform")], work, env, deadline)
     o.exits["conform"] = code
+    violation = _violation(work / "conform") if code in (1, 2) else ""
     if code == 1:
         o.verdict, o.by = KILLED, "conformance"
-        o.detail = _violation(work / "conform") or _last_line(text, "violat")
+        o.detail = violation or _last_line(text, "violat")
+    elif code == 2 and violation:  # exit 2 outranks 1: some traces unchecked, some violate
+        o.verdict, o.by = KILLED, "conformance"
+        o.detail = f"{violation} (and: {_last_line(text, 'could not be checked')})"
     elif code != 0:
         o.verdict, o.detail = ERROR, f"conform exit {code}: " + _last_line(text, "error")

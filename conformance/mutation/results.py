@@ -62,9 +62,9 @@ class Results:
 
     @classmethod
     def open(cls, folder: Path, settings: dict[str, Any]) -> Results:
-        """The results in `folder` (resumed if its results.json has the same settings; a fresh
-        set otherwise). KreplicaError: the folder cannot be made, or its results.json is not
-        one of ours or was made with other settings."""
+        """The results in `folder`: resumed if its results.json has the same settings (but for
+        `error` outcomes, which are run again), a fresh set otherwise. KreplicaError: the
+        folder cannot be made, or its results.json is not ours or has other settings."""
         if folder.exists() and not folder.is_dir():
             raise KreplicaError(f"--out {folder} is not a directory")
         try:
@@ -88,7 +88,7 @@ class Results:
                 f"{path} was made with other settings ({_differ(saved, settings)}); "
                 "choose another --out or remove it"
             )
-        results.outcomes = {o.mutant: o for o in outcomes}
+        results.outcomes = {o.mutant: o for o in outcomes if o.verdict != ERROR}
         return results
 
     def add(self, outcome: Outcome) -> None:
