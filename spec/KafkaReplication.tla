@@ -836,6 +836,46 @@ Next ==
 Spec == Init /\ [][Next]_vars
 
 -----------------------------------------------------------------------------
+(* Fairness: what a running cluster keeps doing.  Produces, faults and admin  *)
+(* elections are the environment's and need not happen; the steps below are  *)
+(* the brokers' and the controller's own work, which Kafka keeps doing as     *)
+(* long as it can (LivenessReplication.cfg checks the properties under it).   *)
+
+\* A message handled by its receiver: KafkaApis.handle for a broker's requests,
+\* the fetcher thread for its answers, ReplicaManager.becomeLeaderOrFollower
+\* for the controller's LeaderAndIsr.
+Handle(m) ==
+    \/ LeaderHandleFetch(m)
+    \/ FollowerHandleFetchResponse(m)
+    \/ LeaderHandleOffsetsForLeaderEpoch(m)
+    \/ FollowerHandleOffsetsForLeaderEpochResponse(m)
+    \/ LeaderHandleListOffsets(m)
+    \/ FollowerHandleListOffsetsResponse(m)
+    \/ BecomeLeaderOrFollower(m)
+
+MessageTypes == {"FetchRequest", "FetchResponse", "OffsetsForLeaderEpochRequest",
+                 "OffsetsForLeaderEpochResponse", "ListOffsetsRequest",
+                 "ListOffsetsResponse", "LeaderAndIsr"}
+
+\* Weak fairness of each replica's fetcher thread (AbstractFetcherThread.doWork),
+\* of a leader's isr-expiration task (Partition.maybeShrinkIsr), of the
+\* controller noticing a failure (KafkaController.onBrokerFailure), of a dead
+\* broker being restarted, and of the delivery of each link's messages of each
+\* type (per sender, receiver and type, so that no link starves another).
+Fairness ==
+    /\ \A r \in Replicas :
+          /\ WF_vars(FollowerSendFetch(r))
+          /\ WF_vars(FollowerTruncateToHighWatermark(r))
+          /\ WF_vars(FollowerSendOffsetsForLeaderEpoch(r))
+          /\ WF_vars(\E out \in SUBSET Replicas : LeaderShrinkIsr(r, out))
+          /\ WF_vars(ControllerDetectFailure(r))
+          /\ WF_vars(Restart(r))
+    /\ \A s \in Replicas \cup {Controller}, d \in Replicas, t \in MessageTypes :
+          WF_vars(\E m \in msgs : m.src = s /\ m.dst = d /\ m.type = t /\ Handle(m))
+
+FairSpec == Spec /\ Fairness
+
+-----------------------------------------------------------------------------
 (* Properties, each named for what it protects *)
 
 States == {"Idle", "Truncating", "Fetching", "Failed"}
@@ -922,5 +962,29 @@ NeverLostToUncleanShutdown == \A x \in removed : x.cause # "unclean-shutdown"
 \* No running broker hosts a Partition without a leader epoch (a restarted broker
 \* whose first LeaderAndIsr names no leader does).
 NeverHostedWithoutEpoch == \A r \in alive : leaderEpoch[r] # NoEpoch
+
+-----------------------------------------------------------------------------
+(* Liveness (under FairSpec), each named for the progress it protects *)
+
+\* The controller's leader runs, leads at the controller's epoch, and every
+\* replica holds its log and HW.
+Replicated ==
+    /\ ctrlLeader \in alive
+    /\ leader[ctrlLeader] = ctrlLeader /\ leaderEpoch[ctrlLeader] = ctrlEpoch
+    /\ \A r \in Replicas : r \in alive /\ log[r] = log[ctrlLeader] /\ hw[r] = hw[ctrlLeader]
+
+\* The model's epoch bound, not Kafka, stops the controller: after a crash or a
+\* power loss, the failure and the restart may each need a new epoch. Runs
+\* without such a fault are never excused.
+OutOfEpochs == crashes + uncleanShutdowns > 0 /\ ctrlEpoch + 2 > MaxEpoch
+
+\* Once the faults are over, replication catches up for good: every replica
+\* holds the leader's log and HW (R9, R10, R13), unless the model ran out of epochs.
+EventuallyReplicated == <>[](Replicated \/ OutOfEpochs)
+
+\* Every acks=-1 produce waiting in a purgatory is answered (an ack, or an
+\* error when it expires or its leader stops): none waits forever (R14, R17).
+EventuallyAnswered == \A p \in [record : 1..MaxRecords, replica : Replicas, offset : 0..MaxRecords - 1] :
+    (p \in pending) ~> (p \notin pending)
 
 =============================================================================
