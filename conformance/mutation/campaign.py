@@ -219,7 +219,7 @@ def _campaign(mutant: Mutant, campaign: Campaign, work: Path, deadline: float, o
     o.exits["fuzz"] = code
     if code == 1:
         o.verdict, o.by = KILLED, "fuzz"
-        o.detail = _last_line(text, "failed", "Error", "did not settle", "raised")
+        o.detail = _last_line(text, "violation ")  # the summary's line, else the traceback's
         return
     if code == 2:
         o.verdict, o.detail = STILLBORN, "fuzz exit 2: " + _last_line(text, "error")
