@@ -123,8 +123,12 @@ def mutate_command(
         errors.print(f"warning: {wrong.mutant} is argued equivalent but was {wrong.verdict}")
     errors.print(f"wall time {wall:.0f} s for {len(mutants) - done} mutant(s)")
     if markdown_path is not None:
-        header = (f"`kreplica mutate --sample {size} --seed {seed}`: commit {commit}, "
-                  f"wall time {wall:.0f} s ({jobs} job(s))")  # fmt: skip
+        spent = sum(o.seconds for o in outcomes)
+        header = (
+            f"`kreplica mutate --sample {size} --seed {seed}`: commit {commit}; "
+            f"{len(mutants) - done} mutant(s) run now in {wall:.0f} s ({jobs} job(s)), "
+            f"{done} taken from an earlier run; the campaigns took {spent:.0f} s in all"
+        )
         try:
             markdown_path.parent.mkdir(parents=True, exist_ok=True)
             markdown_path.write_text(markdown(outcomes, equivalent, header) + "\n", "utf-8")

@@ -177,9 +177,17 @@ def markdown(outcomes: list[Outcome], equivalent: dict[str, str], header: str = 
         lines += [f"### {verdict} ({len(chosen)})", "", "| mutant | edit | why |", "|---|---|---|"]
         for o in sorted(chosen, key=lambda o: o.mutant):
             why = equivalent.get(o.mutant, o.detail) if verdict == EQUIVALENT else o.detail
-            lines.append(f"| `{o.mutant}` | `{o.description}` | {_cell(why)} |")
+            if verdict == SURVIVED and not why:
+                why = "fuzz and conform both passed (docs/mutation.md says why, by cause)"
+            lines.append(f"| `{o.mutant}` | {_code(o.description)} | {_cell(why)} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _code(text: str) -> str:
+    """Text as one Markdown code span (double backticks when it holds a backtick)."""
+    text = _cell(text)
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _cell(text: str) -> str:
