@@ -40,7 +40,7 @@ draws a new plan (faults, records, priorities): at 100 steps per run, the defaul
 `--bug no-leso-guard` in none of 5 seeds within 500 runs; at 40, in 4 of 5 (docs/fuzzing.md)."""
 
 DEFAULT_EXAMPLES = 3_000
-"""Runs per campaign by default: about 90 s on one core for the correct protocol, time for
+"""Runs per campaign by default: about 95 s of one core for the correct protocol, time for
 every seeded bug and unsafe variant to be found with the default options (docs/fuzzing.md,
 the default-detection table)."""
 
