@@ -189,6 +189,8 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         (["--out", "{tmp}/a-file"], "is not a directory"),
         (["--out", "{tmp}/other"], "other settings"),
         (["--jobs", "0"], "--jobs"),
+        (["--examples", "0"], "--examples"),
+        (["--sample", "1", "--steps", "3", "--out", "{tmp}/default-size"], "other settings"),
     ],
     ids=[
         "sample-0",
@@ -197,12 +199,16 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         "out-is-a-file",
         "out-other-settings",
         "jobs-0",
+        "examples-0",
+        "another-campaign-size",
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "bad.toml").write_text("[equivalent\n")
     (tmp_path / "a-file").write_text("")
     Results.open(tmp_path / "other", {"sample": 1}).add(Outcome("x.py:1:0:op", KILLED))
+    default_size = settings_of(1, 1, Campaign())  # a run of 150 runs of 50 steps, resumed smaller
+    Results.open(tmp_path / "default-size", default_size).add(Outcome("x.py:1:0:op", KILLED))
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     result = CliRunner().invoke(main, ["mutate", *args])
     assert result.exit_code == 2, result.output

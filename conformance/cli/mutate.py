@@ -35,9 +35,10 @@ Examples:
 \b
 Each sampled mutant (one small edit of impl/log.py, partition.py, ...: see
 docs/mutation.md) runs `kreplica fuzz --examples 150 --steps 50 --seed S
---corpus C --no-shrink` and, if the fuzzer found nothing, `kreplica conform C
---no-spark --workers 1`. results.json in --out is rewritten after every
-mutant; run the same command again to resume. Mutants argued equivalent in
+--corpus C --no-shrink` (--examples and --steps change the campaign's size)
+and, if the fuzzer found nothing, `kreplica conform C --no-spark --workers 1`.
+results.json in --out is rewritten after every mutant; run the same command
+again to resume. Mutants argued equivalent in
 conformance/mutation/equivalent.toml are listed, not run, and left out of the
 kill rate with the stillborn ones (the edit does not import).
 
@@ -77,6 +78,10 @@ def _commit() -> str:
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, metavar="SECONDS",
               help="Seconds per mutant; past them it counts as killed (timeout).")  # fmt: skip
+@click.option("--examples", type=click.IntRange(min=1), default=150,
+              show_default=True, help="Fuzz runs per mutant (fuzz --examples).")  # fmt: skip
+@click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Most steps per fuzz run (kreplica fuzz --steps).")  # fmt: skip
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report as Markdown to this file.")  # fmt: skip
 @click.option("--equivalent", "equivalent_path", type=click.Path(path_type=Path),
@@ -88,6 +93,8 @@ def mutate_command(
     jobs: int,
     out: Path | None,
     time_limit: float,
+    examples: int,
+    steps: int,
     markdown_path: Path | None,
     equivalent_path: Path,
 ) -> int:
@@ -95,7 +102,7 @@ def mutate_command(
     if size < 1:
         raise KreplicaError(f"--sample {size}: sample at least 1 mutant")
     equivalent = load_equivalent(equivalent_path)
-    campaign = Campaign(seed=seed, time_limit=time_limit)
+    campaign = Campaign(examples=examples, steps=steps, seed=seed, time_limit=time_limit)
     folder = out or Path("build/mutation") / f"seed-{seed}"
     results = Results.open(folder, settings_of(size, seed, campaign))
     mutants = plan(size, seed)
@@ -124,8 +131,11 @@ def mutate_command(
     errors.print(f"wall time {wall:.0f} s for {len(mutants) - done} mutant(s)")
     if markdown_path is not None:
         spent = sum(o.seconds for o in outcomes)
+        size_options = (
+            "" if (examples, steps) == (150, 50) else (f" --examples {examples} --steps {steps}")
+        )
         header = (
-            f"`kreplica mutate --sample {size} --seed {seed}`: commit {commit}; "
+            f"`kreplica mutate --sample {size} --seed {seed}{size_options}`: commit {commit}; "
             f"{len(mutants) - done} mutant(s) run now in {wall:.0f} s ({jobs} job(s)), "
             f"{done} taken from an earlier run; the campaigns took {spent:.0f} s in all"
         )
