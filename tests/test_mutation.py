@@ -6,6 +6,7 @@ one stderr line and exit 2."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,7 @@ from kreplica.conformance.mutation.operators import Mutant
 from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
 from kreplica.conformance.mutation.results import Results, load_equivalent
 from kreplica.conformance.mutation.sites import all_mutants, impl_dir, mutants_of, mutated_source
+from kreplica.conformance.validate.locks import lock_output
 
 SNIPPET = textwrap.dedent(
     '''\
@@ -214,6 +216,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert result.exit_code == 2, result.output
     line = one_error_line(result)
     assert line.startswith("kreplica: error:") and message in line
+
+
+def test_a_second_run_into_the_same_out_fails_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "seed-1"
+    holder = lock_output(tmp_path / "seed-1.lock", out, "mutate")  # a run in progress
+    try:
+        result = CliRunner().invoke(main, ["mutate", "--sample", "1", "--out", str(out)])
+    finally:
+        os.close(holder)
+    assert result.exit_code == 2, result.output
+    assert f"in use by another kreplica mutate (pid {os.getpid()})" in one_error_line(result)
+    assert not (out / "results.json").exists()
 
 
 def test_mutate_help_lists_the_exit_codes() -> None:

@@ -6,6 +6,7 @@ command, which exits instead of returning."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from kreplica.conformance.mutation.results import (
     markdown,
     tally,
 )
+from kreplica.conformance.validate.locks import lock_output
 
 EPILOG = """\b
 Examples:
@@ -46,8 +48,8 @@ kill rate with the stillborn ones (the edit does not import).
 Exit codes:
   0  every sampled mutant has an outcome (whatever the kill rate)
   2  bad input: --sample below 1, an unreadable or malformed equivalent file,
-     an --out that is a file or holds results of other settings, an
-     unwritable --markdown
+     an --out that is a file, holds results of other settings or is in use
+     by another kreplica mutate, an unwritable --markdown
   130  interrupted (Ctrl-C): the outcomes so far are kept in --out
 """
 
@@ -64,6 +66,18 @@ def _commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _lock(folder: Path) -> int:
+    """Hold `<folder>.lock` for the rest of the process, so that a second run into the same
+    folder fails at once instead of overwriting this one's results (OutputInUse, exit 2)."""
+    if folder.exists() and not folder.is_dir():
+        raise KreplicaError(f"--out {folder} is not a directory")
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise file_error("create", folder.parent, err) from None
+    return lock_output(folder.parent / f"{folder.name}.lock", folder, "mutate")
 
 
 @click.command("mutate", epilog=EPILOG)
@@ -104,6 +118,8 @@ def mutate_command(
     equivalent = load_equivalent(equivalent_path)
     campaign = Campaign(examples=examples, steps=steps, seed=seed, time_limit=time_limit)
     folder = out or Path("build/mutation") / f"seed-{seed}"
+    fd = _lock(folder)
+    click.get_current_context().call_on_close(lambda: os.close(fd))
     results = Results.open(folder, settings_of(size, seed, campaign))
     mutants = plan(size, seed)
     errors = make_console(stderr=True)
