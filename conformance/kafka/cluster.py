@@ -38,7 +38,7 @@ from typing import Any
 from kreplica.conformance.errors import EXIT_TIMEOUT, KreplicaError
 from kreplica.conformance.kafka.install import Installation
 from kreplica.conformance.kafka.schedule import BROKERS, ZK
-from kreplica.conformance.tla.tlc import death_signal
+from kreplica.conformance.tla.tlc import death_signal, interrupts_deferred
 
 Node = int | str
 """A broker id (1, 2, 3) or "zk"."""
@@ -356,7 +356,7 @@ class Cluster:
     def _spawn(self, node: Node) -> None:
         folder = self.layout.directory(node)
         uid = self.layout.uid(node)
-        with (folder / "stdout.log").open("ab") as out:
+        with (folder / "stdout.log").open("ab") as out, interrupts_deferred():
             self.processes[node] = subprocess.Popen(
                 self.command(node),
                 stdin=subprocess.DEVNULL,

@@ -6,6 +6,7 @@ the command line, share a class-data archive, and stream TLC's `-tool` output in
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import hashlib
 import importlib.util
@@ -16,9 +17,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from kreplica.conformance.errors import CheckerError
 from kreplica.conformance.tla.tlc_output import (
@@ -214,13 +216,45 @@ def death_signal() -> Callable[[], None] | None:
     return die_with_parent
 
 
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP back while a child with a `preexec_fn` is forked, and
+    deliver the first one caught when the block ends.
+
+    A `preexec_fn` makes Python fork with its at-fork handlers, logging's among them: it takes
+    the logging module's lock before the fork and releases it after. A KeyboardInterrupt raised
+    inside that release is swallowed ("Exception ignored in _releaseLock") and leaves the lock
+    held, so the next fork or log call hangs for ever: a harness interrupted while it started a
+    JVM did (tests/test_kafka_real.py). Only the main thread runs Python's signal handlers, so
+    elsewhere there is nothing to hold back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    saved = {sig: signal.signal(sig, note) for sig in _INTERRUPTS}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        if caught:
+            signal.raise_signal(caught[0])
+
+
 def spawn(cmd: Sequence[str], cwd: Path, stderr_path: Path) -> subprocess.Popen[str]:
     """Start a checker in its own process group, stdout piped, stderr to a file. The kernel
     kills it when the process that started it dies, even by SIGKILL: a Spark task's Python
     worker killed on a cancelled job takes its TLC with it."""
     if _STOPPING.is_set():
         raise CheckerError("interrupted: not starting another checker")
-    with stderr_path.open("w", encoding="utf-8") as err:
+    with stderr_path.open("w", encoding="utf-8") as err, interrupts_deferred():
         proc = subprocess.Popen(
             list(cmd),
             cwd=cwd,
@@ -233,10 +267,10 @@ def spawn(cmd: Sequence[str], cwd: Path, stderr_path: Path) -> subprocess.Popen[
             start_new_session=True,
             preexec_fn=death_signal(),  # calls only the prctl looked up before the fork
         )
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
-        if _STOPPING.is_set():
-            _kill_group(proc)
+        with _LIVE_LOCK:  # known before a held-back Ctrl-C goes off, so it is killed too
+            _LIVE.add(proc)
+            if _STOPPING.is_set():
+                _kill_group(proc)
     return proc
 
 
