@@ -39,13 +39,18 @@ def _lock_is_free() -> bool:
 
 def test_ctrl_c_during_the_block_goes_off_when_it_ends() -> None:
     reached = []
-    with pytest.raises(KeyboardInterrupt), interrupts_deferred():
-        os.kill(os.getpid(), signal.SIGINT)
-        proc = subprocess.Popen(["true"], preexec_fn=death_signal())
-        reached.append(proc.wait())
+    # Python's own Ctrl-C handler (a test session with Spark running has Spark's instead)
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            proc = subprocess.Popen(["true"], preexec_fn=death_signal())
+            reached.append(proc.wait())
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, saved)
     assert reached == [0], "the fork and the wait ran to the end before the interrupt"
     assert _lock_is_free()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_the_callers_handler_gets_the_held_signal_and_is_restored() -> None:
