@@ -45,6 +45,8 @@ Examples:
   kreplica conform out/corpus.jsonl            check recorded traces against the spec
   kreplica kafka run schedules/acks-all-leader-crash.json
                                                run a fault schedule on a real Kafka cluster
+  kreplica coverage out/corpus.jsonl           how much of the spec's state graph a corpus reached
+  kreplica mutate                              how many small edits of impl/ fuzz + conform catch
 
 Each command's --help lists its options, examples and exit codes.
 """

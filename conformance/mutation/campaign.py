@@ -1,8 +1,8 @@
 """One mutant through the campaign: `kreplica fuzz` on the mutated implementation, then, if the
 fuzzer found nothing, `kreplica conform` on every trace it recorded.
 
-The campaign is the one issue #14's study used, kept as it is (never tuned to a mutant):
-`kreplica fuzz --examples 150 --steps 50 --seed S --corpus C --no-shrink`, then
+By default the campaign is the one issue #14's study used, kept as it is (never tuned to a
+mutant): `kreplica fuzz --examples 150 --steps 50 --seed S --corpus C --no-shrink`, then
 `kreplica conform C --no-spark --workers 1`. Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or

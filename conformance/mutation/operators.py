@@ -7,7 +7,7 @@ removed, `min`/`max` swapped, `True`/`False` swapped, or a statement replaced by
 is stable while the file does not change: `FILE:LINE:COL:OPERATOR` (`log.py:123:8:cmp-lt-le`).
 
 The edit is spliced into the original text (the node's source span replaced by the unparsed
-mutated node), so the rest of the file keeps its comments and layout; `apply` checks that the
+mutated node), so the rest of the file keeps its comments and layout; `splice` checks that the
 result parses to exactly the mutated tree. Pinned by tests/test_mutation.py.
 """
 
@@ -181,13 +181,16 @@ OPERATORS: tuple[Finder, ...] = (
 """Every operator, in the order their sites are listed for one node."""
 
 
+OP_TEXT: dict[type[ast.AST], str] = {
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+    ast.Add: "+", ast.Sub: "-",
+}  # fmt: skip
+"""The source text of each operator the swaps touch."""
+
+
 def _op(op: ast.AST) -> str:
     """The source text of an operator node (`<=`, `+`)."""
-    text = {
-        ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-        ast.Add: "+", ast.Sub: "-",
-    }  # fmt: skip
-    return text[type(op)]
+    return OP_TEXT[type(op)]
 
 
 def _short(text: str, width: int = 60) -> str:
