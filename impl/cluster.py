@@ -27,6 +27,8 @@ from kreplica.impl.log_manager import LogManager
 from kreplica.impl.messages import (
     FetchPartitionData,
     FetchRequest,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
     Message,
     ProducePartitionData,
     ProduceRequest,
@@ -36,6 +38,7 @@ from kreplica.impl.network import Envelope, Network
 from kreplica.impl.partition import Partition
 from kreplica.impl.steps import (
     ConsumerFetch,
+    ConsumerListOffsets,
     Crash,
     DeleteRecords,
     Deliver,
@@ -223,6 +226,8 @@ class Cluster:
             return self._produce(step)
         if isinstance(step, ConsumerFetch):
             return self._consumer_fetch(step)
+        if isinstance(step, ConsumerListOffsets):
+            return self._consumer_list_offsets(step)
         if isinstance(step, Crash | UncleanShutdown):
             self._crash(step.broker, unclean=isinstance(step, UncleanShutdown))
             return []
@@ -316,6 +321,15 @@ class Cluster:
             step.max_bytes,
             step.isolation_level,
             (FetchPartitionData(step.tp, step.offset, -1, step.max_bytes, None),),
+        )
+        return [self.send_request(self._target(step.tp, step.broker), request)]
+
+    def _consumer_list_offsets(self, step: ConsumerListOffsets) -> list[Envelope]:
+        request = ListOffsetsRequest(
+            self.client.next_correlation_id(),
+            -1,
+            step.isolation_level,
+            (ListOffsetsPartition(step.tp, None, step.timestamp),),
         )
         return [self.send_request(self._target(step.tp, step.broker), request)]
 

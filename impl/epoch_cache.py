@@ -26,10 +26,6 @@ class LeaderEpochFileCache:
 
     # ---------------------------------------------------------------------------- queries
 
-    def latest_entry(self) -> EpochEntry | None:
-        """The entry with the largest epoch, if any."""
-        return self.entries[-1] if self.entries else None
-
     def latest_epoch(self) -> int | None:
         """The largest cached epoch, if any (LeaderEpochFileCache.latestEpoch)."""
         return self.entries[-1].epoch if self.entries else None

@@ -51,10 +51,6 @@ class PartitionFetchState:
         """Fetching and not delayed."""
         return self.state is FETCHING and not self.is_delayed(now_ms)
 
-    def is_truncating(self, now_ms: int) -> bool:
-        """Truncating and not delayed."""
-        return self.state is TRUNCATING and not self.is_delayed(now_ms)
-
 
 class PartitionStates:
     """Partition fetch states in round-robin order (PartitionStates): moved-to-end = served last."""

@@ -10,6 +10,7 @@ per-partition pending reset served by the next do_work() calls.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -59,7 +60,7 @@ from kreplica.impl.fetch_state import (
 )
 
 
-class AbstractFetcherThread:
+class AbstractFetcherThread(ABC):
     """The truncate-then-fetch loop of one follower towards one leader (R6, R7, R8, R9)."""
 
     def __init__(
@@ -86,51 +87,51 @@ class AbstractFetcherThread:
 
     is_offset_for_leader_epoch_supported = True
 
+    @abstractmethod
     def latest_epoch(self, tp: TopicPartition) -> int | None:
         """The latest epoch in the local epoch cache."""
-        raise NotImplementedError
 
+    @abstractmethod
     def log_start_offset(self, tp: TopicPartition) -> int:
         """The local log start offset."""
-        raise NotImplementedError
 
+    @abstractmethod
     def log_end_offset(self, tp: TopicPartition) -> int:
         """The local LEO."""
-        raise NotImplementedError
 
+    @abstractmethod
     def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> OffsetAndEpoch | None:
         """The local R3 answer for epoch (None for UNDEF)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def truncate(self, tp: TopicPartition, state: OffsetTruncationState) -> None:
         """Truncate the local log to state.offset."""
-        raise NotImplementedError
 
+    @abstractmethod
     def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
         """Empty the local log and restart it at offset."""
-        raise NotImplementedError
 
+    @abstractmethod
     def process_partition_data(
         self, tp: TopicPartition, fetch_offset: int, data: FetchPartitionResponse
     ) -> LogAppendInfo | None:
         """Append fetched records and adopt the leader's HW and log start (R8)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def build_fetch(
         self, ready: list[tuple[TopicPartition, PartitionFetchState]]
     ) -> tuple[FetchRequest | None, dict[TopicPartition, FetchPartitionData], set[TopicPartition]]:
         """A FETCH for the ready partitions, the per-partition data sent and the failed ones."""
-        raise NotImplementedError
 
+    @abstractmethod
     def build_offsets_for_leader_epoch(
         self, partitions: dict[TopicPartition, EpochData]
     ) -> OffsetsForLeaderEpochRequest:
         """An OFFSETS_FOR_LEADER_EPOCH request for the truncating partitions."""
-        raise NotImplementedError
 
+    @abstractmethod
     def build_list_offsets(self, reset: OffsetReset) -> ListOffsetsRequest:
         """A LIST_OFFSETS request for one partition being reset."""
-        raise NotImplementedError
 
     # ---------------------------------------------------------------------------- do_work
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import heapq
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from typing import Generic, TypeVar
 
 from kreplica.impl.clock import SimClock
 
 
-class DelayedOperation:
+class DelayedOperation(ABC):
     """An operation that completes once (try_complete succeeds, forced, or expired) (R17)."""
 
     __slots__ = ("_deadline_ms", "_timer_owner", "_timer_seq", "completed", "delay_ms", "expired")
@@ -46,15 +47,15 @@ class DelayedOperation:
         """One more attempt (single-threaded model of DelayedOperation.maybeTryComplete)."""
         return self.try_complete()
 
+    @abstractmethod
     def try_complete(self) -> bool:
         """Check the completion criteria and call force_complete if met; True if completed."""
-        raise NotImplementedError
 
+    @abstractmethod
     def on_complete(self) -> None:
         """Send the response; runs exactly once."""
-        raise NotImplementedError
 
-    def on_expiration(self) -> None:
+    def on_expiration(self) -> None:  # noqa: B027  (a hook; the default does nothing)
         """Hook run after an expired operation has been completed."""
 
     def run(self) -> None:

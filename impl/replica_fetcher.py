@@ -123,21 +123,12 @@ class ReplicaFetcherThread(AbstractFetcherThread):
             if partition is None:
                 raise NotLeaderOrFollowerError(f"no partition {tp}")
             log = partition.local_log_or_exception()
-        log_start_offset = log.log_start_offset
-        leo = log_start_offset + len(log.entries)
+        leo = log.log_end_offset
         if fetch_offset != leo:
             raise IllegalStateError(f"offset mismatch for {tp}: fetched {fetch_offset}, LEO {leo}")
-        records = data.records
-        info = None
-        if records:
-            info = partition.append_records_to_follower(records)
-            log_start_offset = log.log_start_offset
-            leo = log_start_offset + len(log.entries)
-        hw = data.high_watermark
-        if self.clamp_follower_hw:
-            hw = log_start_offset if hw < log_start_offset else (leo if hw > leo else hw)
-        log.high_watermark = hw
-        if data.log_start_offset > log_start_offset:
+        info = partition.append_records_to_follower(data.records) if data.records else None
+        log.update_high_watermark(data.high_watermark, clamp=self.clamp_follower_hw)
+        if data.log_start_offset > log.log_start_offset:
             log.maybe_increment_log_start_offset(data.log_start_offset)
         return info
 

@@ -79,6 +79,16 @@ class ConsumerFetch:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerListOffsets:
+    """A consumer sends LIST_OFFSETS for tp, LATEST (-1) or EARLIEST (-2), to `broker`."""
+
+    tp: TopicPartition
+    timestamp: int
+    broker: int | None = None
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+
+
+@dataclass(frozen=True, slots=True)
 class Crash:
     """The broker process dies; its logs (page cache included) survive."""
 
@@ -169,6 +179,7 @@ Step = (
     | ShrinkIsr
     | Produce
     | ConsumerFetch
+    | ConsumerListOffsets
     | Crash
     | UncleanShutdown
     | Restart

@@ -103,5 +103,5 @@ def test_a_failure_that_cannot_be_saved_is_still_shown(
     monkeypatch.setattr("kreplica.conformance.cli.fuzz.save_failure", no_space)
     result = fuzz("--bug", "early-ack", "--no-unclean", "--out", str(tmp_path / "out"))
     assert result.exit_code == 2
-    assert "AckedRecordsNeverLost" in result.stdout
+    assert "violation ClientAnswersMatchLeader" in result.stdout
     assert one_error_line(result).endswith(": No space left on device")

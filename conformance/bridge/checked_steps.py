@@ -1,4 +1,5 @@
-"""What the fuzzer checks, and when: the spec's invariants after every spec action of a run.
+"""What the fuzzer checks, and when: the spec's invariants after every spec action of a run,
+and every answer to the client as it is sent (`client_answers`).
 
 `checked_violations` is the one rule that says which invariants count in a state (durability
 is not promised after a power loss). `apply_checked` performs one simulator step through the
@@ -8,10 +9,11 @@ schedule both use it, so a saved failure replays exactly as it was found.
 
 from __future__ import annotations
 
+from kreplica.conformance.bridge.client_answers import client_answer_violations
 from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.projection import CLIENT, State
 from kreplica.conformance.bridge.recorder import Args, Recorder
-from kreplica.impl.messages import FetchRequest
+from kreplica.impl.messages import FetchRequest, ListOffsetsRequest, ProduceRequest
 from kreplica.impl.steps import Deliver, Step
 
 Violation = tuple[str, str]
@@ -50,16 +52,31 @@ def checked_violations(state: State, before: State | None) -> list[Violation]:
 
 
 class SpecRecorder(Recorder):
-    """The recorder, except that a consumer's FETCH is no spec action: the spec's reads are
-    its `committed` history (the recorder names it LeaderHandleFetch of follower -1)."""
+    """The recorder, except that some client requests are no spec action: a consumer's FETCH
+    and LIST_OFFSETS (the spec's reads are its `committed` history; `client_answers` judges
+    their answers), and a PRODUCE the broker refuses before the spec's Produce could take it:
+    at a broker that does not lead, with invalid acks, or to another partition. The fuzzer
+    retries such a record at once, as a producer does, so the spec's producer sends it once."""
 
     def _name(self, step: Step) -> tuple[str, Args] | None:
-        """The spec action of a step; None for a consumer FETCH reaching a broker."""
+        """The spec action of a step; None for a client request the spec does not see."""
         if isinstance(step, Deliver) and step.src == CLIENT:
             payload = self.cluster.network.queues[(step.src, step.dst)][step.index].payload
-            if isinstance(payload, FetchRequest) and payload.replica_id < 0:
+            if isinstance(payload, FetchRequest | ListOffsetsRequest) and payload.replica_id < 0:
+                return None
+            if isinstance(payload, ProduceRequest) and not self._spec_produce(step.dst, payload):
                 return None
         return super()._name(step)
+
+    def _spec_produce(self, broker: int, request: ProduceRequest) -> bool:
+        """True if the spec's Produce(broker, acks) is the one to judge `request`."""
+        s = self.state
+        return (
+            request.acks in (-1, 0, 1)
+            and all(p.tp == self.tp for p in request.partitions)
+            and broker in s["alive"]
+            and s["leader"][broker - 1] == broker
+        )
 
 
 def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Violation | None:
@@ -80,4 +97,5 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         if found:
             return found[0]
         before = event.state
-    return None
+    answers = client_answer_violations(recorder.cluster, recorder.tp, recorder.sent, recorder.state)
+    return answers[0] if answers else None

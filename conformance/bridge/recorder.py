@@ -139,6 +139,8 @@ class Recorder:
         self.senders: dict[tuple[int, int, int, int], AbstractFetcherThread] = {}
         self.hidden: list[Step] = []
         """Steps applied since the last recorded action that performed none."""
+        self.sent: list[Envelope] = []
+        """The messages the last step put on the network."""
 
     @property
     def state(self) -> State:
@@ -158,7 +160,7 @@ class Recorder:
             self.projector.note_produce_delivered()
         if isinstance(step, Crash | UncleanShutdown):
             self.projector.note_fault(unclean=isinstance(step, UncleanShutdown))
-        sent = self.cluster.apply(step)
+        sent = self.sent = self.cluster.apply(step)
         if isinstance(step, DoWork):
             self._remember_senders(step, sent)
         cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kreplica.conformance.bridge.checked_steps import SpecRecorder
+from kreplica.conformance.bridge.client_answers import client_answer_violations
 from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.projection import State, delivered_to_running
 from kreplica.conformance.bridge.recorder import Event, Recorder
@@ -175,7 +177,9 @@ class Replayer:
     def __init__(self, setup: Setup) -> None:
         self.produce_timeout_ms = setup.produce_timeout_ms
         self.cluster = setup.cluster()
-        self.recorder = Recorder(self.cluster, TP, {"source": "replay"})
+        self.recorder = SpecRecorder(self.cluster, TP, {"source": "replay"})
+        self.wrong_answers: list[tuple[str, str]] = []
+        """The first wrong answer to the client (client_answers), once one is sent."""
         self.queued: list[Event] = []
         self._pending: list[Event] = []
         self.until_ms: int | None = None
@@ -211,6 +215,8 @@ class Replayer:
         events: list[Event] = []
         for step in steps:
             events += recorder.apply(step)
+            if recorder is self.recorder:
+                self._judge_answers()
         matching = [i for i, e in enumerate(events) if (e.action, e.args) == (action, args)]
         if not matching:
             did = ", ".join(e.action for e in events) or "nothing the spec sees"
@@ -219,6 +225,12 @@ class Replayer:
             )
         self._pending = events[matching[0] + 1 :]
         return events[matching[0]]
+
+    def _judge_answers(self) -> None:
+        """Keep the first wrong answer the last step sent to the client, if any."""
+        if not self.wrong_answers:
+            r = self.recorder
+            self.wrong_answers = client_answer_violations(r.cluster, r.tp, r.sent, r.state)[:1]
 
     def _apply_done(self, event: Event) -> Event:
         self.queued = self._pending
@@ -250,6 +262,7 @@ class Replayer:
                 events = self.recorder.apply(step)
             except (KeyError, IndexError, ValueError) as err:  # e.g. no message at that index
                 raise SimulationError(f"hidden step {step!r} cannot be taken: {err}") from None
+            self._judge_answers()
             if events:
                 raise TraceError(
                     f"the implementation did {events[0].action} {events[0].args} at {step!r}, "
@@ -400,7 +413,8 @@ def replay(trace: ItfTrace, setup: Setup) -> ReplayResult:
         result = _replay_step(replayer, index, state, before)
         if result is not None:
             return result
-    return ReplayResult(len(trace.states) - 1, True, violations=violations(replayer.recorder.state))
+    found = violations(replayer.recorder.state) + replayer.wrong_answers
+    return ReplayResult(len(trace.states) - 1, True, violations=found)
 
 
 def _replay_step(

@@ -15,6 +15,7 @@ from kreplica.conformance.fuzz.setup import (
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.steps import (
     ConsumerFetch,
+    ConsumerListOffsets,
     Crash,
     Deliver,
     DetectFailure,
@@ -156,11 +157,17 @@ def kind_of(step: Step) -> str | None:
 
 def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> bool:
     """True if a rule of the fuzzer could take `step` now (fault budgets aside): a client's
-    request goes to a broker that believes it leads and arrives in the next step; any other
-    step is one of its rule's CHOICES. `minimize` keeps a failing run to such steps."""
-    if isinstance(previous, Produce | ConsumerFetch):
+    request arrives in the next step; a consumer's FETCH goes to a broker that believes it
+    leads, a PRODUCE or LIST_OFFSETS to any running broker (a refused PRODUCE is retried at
+    a leader); any other step is one of its rule's CHOICES. `minimize` keeps a failing run
+    to such steps."""
+    if isinstance(previous, Produce | ConsumerFetch | ConsumerListOffsets):
         return isinstance(step, Deliver) and step.src == CLIENT and step.dst == previous.broker
-    if isinstance(step, Produce | ConsumerFetch):
+    if isinstance(step, Deliver) and step.dst == CLIENT and step.index > 0:
+        return True  # the answer to a LIST_OFFSETS, taken at once
+    if isinstance(step, Produce | ConsumerListOffsets):
+        return step.broker is not None and step.broker in s["alive"]
+    if isinstance(step, ConsumerFetch):
         return (
             step.broker is not None
             and step.broker in s["alive"]

@@ -83,13 +83,24 @@ from kreplica.conformance.fuzz.setup import (
     FuzzSetup,
 )
 from kreplica.conformance.tla.itf import ItfTrace
+from kreplica.impl.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from kreplica.impl.steps import (
     ConsumerFetch,
+    ConsumerListOffsets,
     Deliver,
     DoWork,
+    Produce,
     Step,
     Tick,
 )
+
+REFUSED_PRODUCES = ("not-leader", "invalid-acks", "internal-topic")
+"""How the refused_produce rule gets its first attempt refused (NOT_LEADER_OR_FOLLOWER,
+INVALID_REQUIRED_ACKS, INVALID_TOPIC_EXCEPTION)."""
+INVALID_ACKS = 2
+"""An acks value Kafka refuses (only -1, 0 and 1 are valid)."""
+INTERNAL_TP = TopicPartition("__consumer_offsets", 0)
+"""A partition of an internal topic, which a producer may not write to."""
 
 # ---------------------------------------------------------------- scheduling helpers
 
@@ -589,12 +600,55 @@ class ReplicationMachine(RuleBasedStateMachine):
         acks = 0 if fire_and_forget else int(self.setup.variant.acks)
         step = replace(self.cluster.next_record(TP, acks), broker=broker)
         self.records.spend()
-        self._client_request(step, broker)
-        if acks == -1:
+        return self._send_produce(step)
+
+    @precondition(lambda self: self.may_produce())
+    @rule(target=produced, pick=PICK, refused=st.sampled_from(REFUSED_PRODUCES))
+    def refused_produce(self, pick: int, refused: str) -> int:
+        """A producer's record is first refused (sent to a broker that does not lead, with
+        invalid acks, or to an internal topic), then retried at a broker that believes it
+        leads, as a producer retries."""
+        leaders = self.leaders()
+        step = replace(
+            self.cluster.next_record(TP, int(self.setup.variant.acks)),
+            broker=leaders[pick % len(leaders)],
+        )
+        self.records.spend()
+        followers = sorted(set(self.recorder.state["alive"]) - set(leaders))
+        if refused == "not-leader" and followers:
+            first = replace(step, broker=followers[pick % len(followers)])
+        elif refused == "internal-topic":
+            first = replace(step, tp=INTERNAL_TP)
+        else:
+            first = replace(step, acks=INVALID_ACKS)
+        assert first.broker is not None
+        self._client_request(first, first.broker)
+        return self._send_produce(step)
+
+    def _send_produce(self, step: Produce) -> int:
+        """Send a produce to its broker (a leader); remember an acks=-1 one until answered."""
+        assert step.broker is not None
+        self._client_request(step, step.broker)
+        if step.acks == -1:
             correlation_id = max(self.cluster.client.pending)
-            incarnation = self.cluster.incarnation(broker)
-            self.sent.append(SentProduce(correlation_id, broker, incarnation, step.record_ids[0]))
+            incarnation = self.cluster.incarnation(step.broker)
+            self.sent.append(
+                SentProduce(correlation_id, step.broker, incarnation, step.record_ids[0])
+            )
         return step.record_ids[0]
+
+    @precondition(lambda self: bool(self.recorder.state["alive"]))
+    @rule(pick=PICK, latest=st.booleans())
+    def list_offsets(self, pick: int, latest: bool) -> None:
+        """A consumer asks a running broker for the partition's latest offset (the HW) or its
+        earliest (the log start)."""
+        alive = sorted(self.recorder.state["alive"])
+        broker = alive[pick % len(alive)]
+        timestamp = LATEST_TIMESTAMP if latest else EARLIEST_TIMESTAMP
+        self._client_request(ConsumerListOffsets(TP, timestamp, broker), broker)
+        answers = len(self.cluster.network.queue((broker, CLIENT)))
+        if answers:  # the answer comes back at once: it changes nothing the spec sees
+            self._apply(Deliver(broker, CLIENT, answers - 1))
 
     @precondition(lambda self: self.quiet() and bool(self.leaders()))
     @rule(record=consumes(produced), pick=PICK)

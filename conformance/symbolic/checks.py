@@ -10,6 +10,7 @@ UNKNOWN_OFFSET and "no leader".
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NoReturn
 
 import z3
 
@@ -263,6 +264,14 @@ class _TruncationProbe(AbstractFetcherThread):
     def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> OffsetAndEpoch | None:
         """The follower log's R3 answer, as ReplicaFetcherThread gives it."""
         return self.log.end_offset_for_epoch(epoch)
+
+    def _not_read(self, *args: object, **kwargs: object) -> NoReturn:
+        """A hook the truncation point does not read (R6 reads the two above only)."""
+        raise AssertionError("get_offset_truncation_state read a hook it should not")
+
+    latest_epoch = log_start_offset = truncate = truncate_fully_and_start_at = _not_read
+    process_partition_data = build_fetch = build_offsets_for_leader_epoch = _not_read
+    build_list_offsets = _not_read
 
 
 def tp_impl(given: Inputs, variant: Variant) -> Outcome:

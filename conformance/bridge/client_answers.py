@@ -1,0 +1,289 @@
+"""What a client may be told: every answer a broker sends to the client, judged at once.
+
+The spec's variables say what the leader holds; they do not carry the answers a producer or a
+consumer gets. This module is the oracle for those answers (issue #14, "record what matters"):
+each PRODUCE, FETCH and LIST_OFFSETS answer a broker puts on the network towards the client is
+checked against the projected state right after the step that sent it, field by field, as
+Kafka 2.6's `ReplicaManager` builds it (`appendRecords`, `fetchMessages`,
+`fetchOffsetForTimestamp`). A wrong error code, offset, HW or record is a finding, named
+`ClientAnswersMatchLeader` like an invariant, and the fuzzer stops the run on it.
+
+Answers are judged by what the client cannot be told otherwise:
+- success only from a broker that leads, with exactly the leader's records and HW (R1, R15);
+- an acks=-1 success only once the HW covers the records (R14), and with ISR >= min.isr;
+- the errors only in the states that cause them, with Kafka's -1 placeholders for offsets.
+
+The log start offset is 0 throughout: the fuzzer never deletes records, and the projection has
+no log start offset (an open item of issue #14).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kreplica.conformance.bridge.projection import CLIENT, State
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.messages import (
+    EARLIEST_TIMESTAMP,
+    INTERNAL_TOPICS,
+    LATEST_TIMESTAMP,
+    RECORD_SIZE_BYTES,
+    Errors,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    Message,
+    ProduceRequest,
+    ProduceResponse,
+    TopicPartition,
+)
+from kreplica.impl.network import Envelope
+
+NAME = "ClientAnswersMatchLeader"
+"""The name a wrong answer to the client is reported under."""
+
+LOG_START_OFFSET = 0
+"""The log start offset of every replica in a fuzz run (no record is ever deleted)."""
+
+
+def client_answer_violations(
+    cluster: Cluster, tp: TopicPartition, sent: Sequence[Envelope], s: State
+) -> list[tuple[str, str]]:
+    """The wrong answers among `sent` (one step's messages), judged in the state after it."""
+    found = []
+    for envelope in sent:
+        if envelope.dst != CLIENT:
+            continue
+        request = cluster.client.pending.get(getattr(envelope.payload, "correlation_id", -1))
+        if request is None:
+            continue  # an answer to a request already answered (a duplicate)
+        reason = judge(request.request, envelope.payload, envelope.src, tp, s, cluster)
+        if reason is not None:
+            found.append((NAME, f"broker {envelope.src}: {reason}"))
+    return found
+
+
+def judge(
+    request: Message, answer: Message, b: int, tp: TopicPartition, s: State, cluster: Cluster
+) -> str | None:
+    """Why `answer` from broker b to `request` is wrong in state s, or None if it is right."""
+    if isinstance(request, ProduceRequest) and isinstance(answer, ProduceResponse):
+        return _produce(request, answer, b, tp, s, cluster.brokers[b].config.min_insync_replicas)
+    if isinstance(request, FetchRequest) and isinstance(answer, FetchResponse):
+        return _fetch(request, answer, b, tp, s)
+    if isinstance(request, ListOffsetsRequest) and isinstance(answer, ListOffsetsResponse):
+        return _list_offsets(request, answer, b, tp, s)
+    return f"{type(answer).__name__} answers a {type(request).__name__}"
+
+
+# ------------------------------------------------------------------------------ the state
+
+
+def _leads(s: State, b: int) -> bool:
+    return b in s["alive"] and s["leader"][b - 1] == b
+
+
+def _leso(s: State, b: int) -> int:
+    """Where leader b's current epoch began (the spec's Leso)."""
+    here = [
+        c["startOffset"] for c in s["epochCache"][b - 1] if c["epoch"] == s["leaderEpoch"][b - 1]
+    ]
+    return here[0] if here else len(s["log"][b - 1])
+
+
+def _offset_of(s: State, b: int, record: int) -> int | None:
+    for offset, entry in enumerate(s["log"][b - 1]):
+        if entry["record"] == record:
+            return offset
+    return None
+
+
+# ------------------------------------------------------------------------------ PRODUCE
+
+
+def _produce(
+    request: ProduceRequest,
+    answer: ProduceResponse,
+    b: int,
+    tp: TopicPartition,
+    s: State,
+    min_isr: int,
+) -> str | None:
+    """ReplicaManager.appendRecords and DelayedProduce.onComplete, seen by the producer."""
+    if request.acks == 0:
+        return "an acks=0 PRODUCE was answered"
+    asked = {p.tp: p.record_ids for p in request.partitions}
+    got = {p.tp: p for p in answer.partitions}
+    if set(got) != set(asked):
+        return f"PRODUCE answered for {sorted(map(str, got))}, asked {sorted(map(str, asked))}"
+    for ptp, part in got.items():
+        records = asked[ptp]
+        allowed = _produce_errors(request.acks, records, ptp, b, tp, s, min_isr)
+        if part.error not in allowed:
+            names = " or ".join(sorted(e.name for e in allowed))
+            if allowed == {Errors.REQUEST_TIMED_OUT}:
+                names += f" (the HW {s['hw'][b - 1]} has not passed it: only expiry answers, R14)"
+            return f"PRODUCE of {records} answered {part.error.name}, expected {names}"
+        fields = (part.base_offset, part.log_start_offset)
+        wrong = _produce_offsets(fields, part.error, records, ptp, b, tp, s)
+        if wrong is not None:
+            return f"PRODUCE of {records} {wrong}"
+        if part.error is Errors.NONE:
+            wrong = _produce_success(request.acks, records, part.base_offset, b, s)
+            if wrong is not None:
+                return wrong
+    return None
+
+
+def _produce_errors(
+    acks: int,
+    records: tuple[int, ...],
+    ptp: TopicPartition,
+    b: int,
+    tp: TopicPartition,
+    s: State,
+    min_isr: int,
+) -> set[Errors]:
+    """The errors the state allows in the answer for one partition (R14, R17)."""
+    if acks not in (-1, 1):
+        return {Errors.INVALID_REQUIRED_ACKS}
+    if ptp.topic in INTERNAL_TOPICS:
+        return {Errors.INVALID_TOPIC_EXCEPTION}
+    if ptp != tp:
+        return {Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    if not _leads(s, b):
+        return {Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    offset = _offset_of(s, b, records[0]) if records else None
+    if offset is None:  # a leader refuses only an acks=-1 produce, under min.isr
+        return {Errors.NOT_ENOUGH_REPLICAS} if acks == -1 else {Errors.NONE}
+    if acks == 1:
+        return {Errors.NONE}
+    if s["hw"][b - 1] < offset + len(records):  # only expiry answers what the HW has not passed
+        return {Errors.REQUEST_TIMED_OUT}
+    if len(s["isr"][b - 1]) < min_isr:
+        return {Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
+    return {Errors.NONE}
+
+
+def _produce_success(
+    acks: int, records: tuple[int, ...], base: int, b: int, s: State
+) -> str | None:
+    """Why a success is wrong: the records are not where the leader holds them, or an acks=-1
+    success came before the HW passed them (R14)."""
+    held = [e["record"] for e in s["log"][b - 1][max(base, 0) : base + len(records)]]
+    if base < 0 or held != list(records):
+        return f"PRODUCE of {records} answered at base offset {base}, where the leader holds {held}"
+    if acks == -1 and s["hw"][b - 1] < base + len(records):
+        return f"acks=-1 PRODUCE of {records} answered before the HW ({s['hw'][b - 1]}) passed it"
+    return None
+
+
+def _produce_offsets(
+    fields: tuple[int, int],
+    error: Errors,
+    records: tuple[int, ...],
+    ptp: TopicPartition,
+    b: int,
+    tp: TopicPartition,
+    s: State,
+) -> str | None:
+    """Why the answer's (base offset, log start offset) are not Kafka's, or None. Kafka gives
+    -1 for what a broker refused without a leader log of its own; the append's offset and the
+    leader's log start for an append that was made (a DelayedProduce keeps both, whatever
+    error it ends with)."""
+    if error in (Errors.INVALID_REQUIRED_ACKS, Errors.INVALID_TOPIC_EXCEPTION) or ptp != tp:
+        expected = [(-1, -1)]
+    elif error is Errors.NOT_ENOUGH_REPLICAS:
+        expected = [(-1, LOG_START_OFFSET)]
+    else:
+        appended = _offset_of(s, b, records[0]) if records and b in s["alive"] else None
+        if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION):
+            # refused by a follower, or parked and failed when its leader stepped down (R17),
+            # when its records may be truncated already
+            expected = [(-1, -1)]
+            if appended is not None:
+                expected.append((appended, LOG_START_OFFSET))
+            elif fields[0] >= 0 and fields[1] == LOG_START_OFFSET:
+                return None
+        else:
+            expected = [(appended if appended is not None else -1, LOG_START_OFFSET)]
+    if fields in expected:
+        return None
+    return (
+        f"answered {error.name} with (base offset, log start) {fields}, "
+        f"expected {' or '.join(map(str, expected))}"
+    )
+
+
+# ------------------------------------------------------------------------------ FETCH
+
+
+def _fetch(
+    request: FetchRequest, answer: FetchResponse, b: int, tp: TopicPartition, s: State
+) -> str | None:
+    """ReplicaManager.fetchMessages for a consumer: the leader's records below its HW (R1, R15)."""
+    if request.replica_id >= 0:
+        return "a follower's FETCH answer went to the client"
+    [asked] = request.partitions
+    [part] = answer.partitions
+    if part.tp != asked.tp or asked.tp != tp:
+        return f"FETCH of {asked.tp} answered for {part.tp}"
+    if not _leads(s, b):
+        if part.error is not Errors.NOT_LEADER_OR_FOLLOWER:
+            return f"FETCH from a broker that does not lead answered {part.error.name}"
+        return None
+    hw, leo, offset = s["hw"][b - 1], len(s["log"][b - 1]), asked.fetch_offset
+    if not LOG_START_OFFSET <= offset <= leo:
+        if part.error is not Errors.OFFSET_OUT_OF_RANGE:
+            return f"FETCH at {offset} outside [0, {leo}] answered {part.error.name}"
+        return None
+    if part.error is not Errors.NONE:
+        return f"FETCH at {offset} from the leader answered {part.error.name}"
+    if (part.high_watermark, part.log_start_offset) != (hw, LOG_START_OFFSET):
+        return (
+            f"FETCH answered HW {part.high_watermark} and log start {part.log_start_offset}, "
+            f"the leader has {hw} and {LOG_START_OFFSET}"
+        )
+    count = min(max(0, hw - offset), max(1, asked.max_bytes // RECORD_SIZE_BYTES))
+    expected = [
+        (offset + i, e["epoch"], e["record"])
+        for i, e in enumerate(s["log"][b - 1][offset : offset + count])
+    ]
+    got = [(e.offset, e.epoch, e.record_id) for e in part.records]
+    if got != expected:
+        return f"FETCH at {offset} (HW {hw}) answered records {got}, expected {expected}"
+    return None
+
+
+# ------------------------------------------------------------------------------ LIST_OFFSETS
+
+
+def _list_offsets(
+    request: ListOffsetsRequest, answer: ListOffsetsResponse, b: int, tp: TopicPartition, s: State
+) -> str | None:
+    """Partition.fetchOffsetForTimestamp for a consumer: LATEST is the HW, EARLIEST the log
+    start, in the leader's epoch; OFFSET_NOT_AVAILABLE while the HW is below the epoch's start
+    offset (S13)."""
+    [asked] = request.partitions
+    [part] = answer.partitions
+    if part.tp != asked.tp or asked.tp != tp:
+        return f"LIST_OFFSETS of {asked.tp} answered for {part.tp}"
+    expected: tuple[Errors, int, int]
+    if not _leads(s, b):
+        expected = (Errors.NOT_LEADER_OR_FOLLOWER, -1, -1)
+    elif asked.timestamp == EARLIEST_TIMESTAMP:
+        expected = (Errors.NONE, LOG_START_OFFSET, s["leaderEpoch"][b - 1])
+    elif asked.timestamp != LATEST_TIMESTAMP:
+        return None
+    elif _leso(s, b) > s["hw"][b - 1]:
+        expected = (Errors.OFFSET_NOT_AVAILABLE, -1, -1)
+    else:
+        expected = (Errors.NONE, s["hw"][b - 1], s["leaderEpoch"][b - 1])
+    got = (part.error, part.offset, part.leader_epoch)
+    if got != expected:
+        return (
+            f"LIST_OFFSETS ({'EARLIEST' if asked.timestamp == EARLIEST_TIMESTAMP else 'LATEST'}) "
+            f"answered {got[0].name} {got[1:]} , expected {expected[0].name} {expected[1:]}"
+        )
+    return None

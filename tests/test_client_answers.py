@@ -1,0 +1,165 @@
+"""The oracle of the client's answers (conformance/bridge/client_answers.py), on a real cluster.
+
+A correct cluster's answers all pass, step by step; each wrong answer below is one that an
+edit of impl/ could produce, and the oracle names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
+from kreplica.conformance.bridge.client_answers import NAME, judge
+from kreplica.conformance.bridge.projection import CLIENT
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    Errors,
+    FetchPartitionResponse,
+    FetchResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    LogEntry,
+    Message,
+    ProducePartitionResponse,
+    ProduceResponse,
+    TopicPartition,
+)
+from kreplica.impl.steps import (
+    ConsumerFetch,
+    ConsumerListOffsets,
+    Deliver,
+    DoWork,
+    Produce,
+    Step,
+    Tick,
+)
+from kreplica.impl.variants import Variant
+
+TP = TopicPartition("t", 0)
+INTERNAL = TopicPartition("__consumer_offsets", 0)
+
+
+def recorder(variant: Variant | None = None) -> SpecRecorder:
+    """Two brokers, broker 1 leading, follower fetches answered at once (as the fuzzer's)."""
+    config = BrokerConfig(replica_fetch_wait_max_ms=0)
+    c = Cluster((1, 2), {"t": 1}, variant=variant or Variant(), config=config)
+    return SpecRecorder(c, TP, {})
+
+
+def send(rec: SpecRecorder, step: Step, broker: int) -> list[Message]:
+    """A client request delivered at once, every step checked; the answers it got."""
+    for s in (step, Deliver(CLIENT, broker, 0)):
+        assert apply_checked(rec, s) is None
+    return [e.payload for e in rec.cluster.network.queue((broker, CLIENT))]
+
+
+def replicate(rec: SpecRecorder) -> None:
+    """One fetch round of follower 2 (the leader's HW then passes what it had)."""
+    for s in (DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0), DoWork(2, 1), Deliver(2, 1, 0)):
+        assert apply_checked(rec, s) is None, s
+    assert apply_checked(rec, Deliver(1, 2, 0)) is None
+
+
+def test_a_correct_cluster_answers_every_client_request_rightly() -> None:
+    """Produce (acks=-1 and 1, refused three ways), fetch and list offsets: every answer, as
+    it is sent, agrees with the leader's state."""
+    rec = recorder()
+    send(rec, Produce(TP, (1,), -1, broker=1), 1)
+    replicate(rec)
+    send(rec, Produce(TP, (2,), 1, broker=1), 1)
+    send(rec, Produce(TP, (3,), -1, broker=2), 2)  # NOT_LEADER_OR_FOLLOWER
+    send(rec, Produce(TP, (3,), 2, broker=1), 1)  # INVALID_REQUIRED_ACKS
+    send(rec, Produce(INTERNAL, (3,), -1, broker=1), 1)  # INVALID_TOPIC_EXCEPTION
+    send(rec, ConsumerFetch(TP, 0, broker=1), 1)
+    send(rec, ConsumerFetch(TP, 0, broker=2), 2)
+    send(rec, ConsumerFetch(TP, 7, broker=1), 1)  # OFFSET_OUT_OF_RANGE
+    for timestamp in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP):
+        send(rec, ConsumerListOffsets(TP, timestamp, broker=1), 1)
+        send(rec, ConsumerListOffsets(TP, timestamp, broker=2), 2)
+    assert apply_checked(rec, Tick(30_001)) is None  # no acks=-1 produce is left to expire
+    answers = [e.payload for e in rec.cluster.network.queue((1, CLIENT))]
+    errors = [p.error for a in answers for p in getattr(a, "partitions", ())]
+    assert errors == [
+        Errors.NONE,  # acks=-1, once replicated
+        Errors.NONE,  # acks=1
+        Errors.INVALID_REQUIRED_ACKS,
+        Errors.INVALID_TOPIC_EXCEPTION,
+        Errors.NONE,  # fetch
+        Errors.OFFSET_OUT_OF_RANGE,
+        Errors.NONE,  # LATEST: the HW
+        Errors.NONE,  # EARLIEST: the log start
+    ]
+    follower = [
+        p.error for a in rec.cluster.network.queue((2, CLIENT)) for p in a.payload.partitions
+    ]
+    assert set(follower) == {Errors.NOT_LEADER_OR_FOLLOWER}
+
+
+def test_refused_produces_are_no_spec_action() -> None:
+    """A produce refused before the spec's Produce could take it leaves no event; the retry
+    of the same record at the leader is the spec's Produce."""
+    rec = recorder()
+    send(rec, Produce(TP, (1,), -1, broker=2), 2)
+    send(rec, Produce(TP, (1,), 2, broker=1), 1)
+    send(rec, Produce(INTERNAL, (1,), -1, broker=1), 1)
+    assert [e.action for e in rec.events] == ["Init"]
+    send(rec, Produce(TP, (1,), -1, broker=1), 1)
+    assert [e.action for e in rec.events] == ["Init", "Produce"]
+    assert rec.state["nextRecord"] == 2
+
+
+def wrong(rec: SpecRecorder, request_step: Step, broker: int, answer: Message) -> str | None:
+    """The oracle's reason for `answer` to the request `request_step` sends, in the state now."""
+    before = set(rec.cluster.client.pending)
+    rec.cluster.apply(request_step)
+    [corr] = set(rec.cluster.client.pending) - before
+    request = rec.cluster.client.pending[corr].request
+    return judge(request, answer, broker, TP, rec.state, rec.cluster)
+
+
+def test_wrong_produce_answers_are_named() -> None:
+    rec = recorder()
+    send(rec, Produce(TP, (1,), -1, broker=1), 1)  # appended at 0, HW still 0
+    early = ProduceResponse(0, (ProducePartitionResponse(TP, Errors.NONE, 0, 0),))
+    reason = wrong(rec, Produce(TP, (1,), -1, broker=1), 1, early)
+    assert reason is not None and "only expiry answers" in reason
+    shifted = ProduceResponse(
+        0, (ProducePartitionResponse(TP, Errors.INVALID_REQUIRED_ACKS, 0, -1),)
+    )
+    reason = wrong(rec, Produce(TP, (2,), 5, broker=1), 1, shifted)
+    assert reason is not None and "(0, -1), expected (-1, -1)" in reason
+    follower = ProduceResponse(
+        0, (ProducePartitionResponse(TP, Errors.NOT_LEADER_OR_FOLLOWER, -1, -1),)
+    )
+    reason = wrong(rec, Produce(TP, (2,), 1, broker=1), 1, follower)
+    assert reason is not None and "expected NONE" in reason  # a leader appends acks=1
+    assert wrong(rec, Produce(TP, (2,), 1, broker=2), 2, follower) is None
+
+
+def test_wrong_fetch_and_list_offsets_answers_are_named() -> None:
+    rec = recorder()
+    send(rec, Produce(TP, (1,), 1, broker=1), 1)  # leader LEO 1, HW 0
+    above_hw = FetchResponse(
+        0, Errors.NONE, (FetchPartitionResponse(TP, Errors.NONE, 0, 0, 0, (LogEntry(0, 0, 1),)),)
+    )
+    reason = wrong(rec, ConsumerFetch(TP, 0, broker=1), 1, above_hw)
+    assert reason is not None and "expected []" in reason
+    right = replace(above_hw, partitions=(replace(above_hw.partitions[0], records=()),))
+    assert wrong(rec, ConsumerFetch(TP, 0, broker=1), 1, right) is None
+    leo = ListOffsetsResponse(0, (ListOffsetsPartitionResponse(TP, Errors.NONE, 1, 0),))
+    reason = wrong(rec, ConsumerListOffsets(TP, LATEST_TIMESTAMP, broker=1), 1, leo)
+    assert reason is not None and "expected NONE (0, 0)" in reason
+    not_leader = ListOffsetsResponse(0, (ListOffsetsPartitionResponse(TP, Errors.NONE, 0, 0),))
+    reason = wrong(rec, ConsumerListOffsets(TP, EARLIEST_TIMESTAMP, broker=2), 2, not_leader)
+    assert reason is not None and "NOT_LEADER_OR_FOLLOWER" in reason
+
+
+def test_an_early_ack_is_caught_when_it_is_sent() -> None:
+    """The seeded bug early-ack answers acks=-1 at once: the step that sends it fails."""
+    rec = recorder(Variant(bugs=frozenset({"early-ack"})))
+    assert apply_checked(rec, Produce(TP, (1,), -1, broker=1)) is None
+    found = apply_checked(rec, Deliver(CLIENT, 1, 0))
+    assert found is not None and found[0] == NAME
