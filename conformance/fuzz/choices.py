@@ -157,22 +157,15 @@ def kind_of(step: Step) -> str | None:
 
 def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> bool:
     """True if a rule of the fuzzer could take `step` now (fault budgets aside): a client's
-    request arrives in the next step; a consumer's FETCH goes to a broker that believes it
-    leads, a PRODUCE or LIST_OFFSETS to any running broker (a refused PRODUCE is retried at
-    a leader); any other step is one of its rule's CHOICES. `minimize` keeps a failing run
+    request goes to a running broker (a refused PRODUCE is retried at a leader) and arrives
+    in the next step; any other step is one of its rule's CHOICES. `minimize` keeps a failing run
     to such steps."""
     if isinstance(previous, Produce | ConsumerFetch | ConsumerListOffsets):
         return isinstance(step, Deliver) and step.src == CLIENT and step.dst == previous.broker
     if isinstance(step, Deliver) and step.dst == CLIENT and step.index > 0:
         return True  # the answer to a LIST_OFFSETS, taken at once
-    if isinstance(step, Produce | ConsumerListOffsets):
+    if isinstance(step, Produce | ConsumerFetch | ConsumerListOffsets):
         return step.broker is not None and step.broker in s["alive"]
-    if isinstance(step, ConsumerFetch):
-        return (
-            step.broker is not None
-            and step.broker in s["alive"]
-            and s["leader"][step.broker - 1] == step.broker
-        )
     if isinstance(step, Tick):
         return step.ms in TICK_MS
     kind = kind_of(step)

@@ -653,10 +653,15 @@ class ReplicationMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.quiet() and bool(self.leaders()))
     @rule(record=consumes(produced), pick=PICK)
     def consume(self, record: int, pick: int) -> None:
-        """A consumer reads from a leader, when the cluster is quiet: at `record`'s offset if
-        the leader holds it, else at its HW."""
+        """A consumer reads, when the cluster is quiet, from a leader (one time in four from
+        a broker that does not lead, if one runs): at `record`'s offset if the broker holds
+        it, else at its HW."""
         leaders = self.leaders()
-        broker = leaders[pick % len(leaders)]
+        others = sorted(set(self.recorder.state["alive"]) - set(leaders))
+        if others and pick % 4 == 3:
+            broker = others[(pick // 4) % len(others)]
+        else:
+            broker = leaders[pick % len(leaders)]
         log = self.recorder.state["log"][broker - 1]
         offsets = [o for o, entry in enumerate(log) if entry["record"] == record]
         offset = offsets[0] if offsets else self.recorder.state["hw"][broker - 1]
