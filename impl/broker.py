@@ -205,12 +205,14 @@ class Broker:
     def handle_fetcher_response(
         self, src: int, message: FetchResponse | OffsetsForLeaderEpochResponse | ListOffsetsResponse
     ) -> None:
-        """Hand an answer to the fetcher towards src; a fetcher that throws dies (as in Kafka)."""
+        """Hand an answer to the fetcher towards src, and send the request it makes at once (an
+        out-of-range reset's LIST_OFFSETS); a fetcher that throws dies (as in Kafka)."""
         fetcher = self.replica_manager.replica_fetcher_manager.fetcher_for(src)
         if fetcher is None or not fetcher.is_running:
             return
         try:
-            fetcher.handle_response(message)
+            for request in fetcher.handle_response(message):
+                self.outbox.append(Outgoing(src, request))
         except IllegalStateError:
             fetcher.is_running = False
             fetcher.in_flight = None

@@ -5,7 +5,8 @@ maybe_fetch) and RETURNS the request it wants sent to its source broker; `handle
 takes the answer. Kafka's thread blocks on each request, so a fetcher has at most one request in
 flight; a request without an answer after replica.socket.timeout.ms fails as a whole.
 Kafka's out-of-range reset (two blocking LIST_OFFSETS calls inside processFetchRequest) becomes a
-per-partition pending reset served by the next do_work() calls.
+per-partition pending reset: `handle_response()` returns its next LIST_OFFSETS request at once,
+as Kafka's thread makes the call at once, and the reset ends with the last answer.
 """
 
 from __future__ import annotations
@@ -143,8 +144,6 @@ class AbstractFetcherThread(ABC):
         in_flight = self.in_flight
         if in_flight is not None:
             return now >= in_flight.deadline_ms
-        if self.pending_resets:
-            return True
         pending = self.pending_resets
         for tp, state in self.partition_states._map.items():
             if tp in pending or (state.delay_until_ms is not None and state.delay_until_ms > now):
@@ -176,22 +175,19 @@ class AbstractFetcherThread(ABC):
             self.in_flight = None
             self._handle_request_failure(in_flight)
             return []
-        if self.pending_resets:
-            out = self._maybe_reset_offsets()
-            if out:
-                return out
         out = self.maybe_truncate()
         if out:
             return out
         return self.maybe_fetch()
 
-    def handle_response(self, response: Message) -> None:
-        """Take the answer to the in-flight request; stale or duplicate answers are ignored."""
+    def handle_response(self, response: Message) -> list[Message]:
+        """Take the answer to the in-flight request (stale or duplicate answers are ignored);
+        return the LIST_OFFSETS request of an out-of-range reset it starts or goes on with (R9)."""
         in_flight = self.in_flight
         if in_flight is None or getattr(response, "correlation_id", None) != (
             in_flight.correlation_id
         ):
-            return
+            return []
         self.in_flight = None
         if isinstance(response, FetchResponse) and in_flight.session is not None:
             self.process_fetch_response(in_flight.session, response)
@@ -201,6 +197,7 @@ class AbstractFetcherThread(ABC):
             self._handle_list_offsets_response(in_flight.reset, response)
         else:
             raise IllegalStateError(f"unexpected response {type(response).__name__}")
+        return self._maybe_reset_offsets()
 
     def _send(
         self,

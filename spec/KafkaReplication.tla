@@ -68,8 +68,8 @@ Controller == 0    \* the sender of LeaderAndIsr
 (*   OffsetsForLeaderEpochRequest{src,dst,inc,epoch,requested}              *)
 (*   OffsetsForLeaderEpochResponse{src,dst,epoch,requested,error,           *)
 (*                                 leaderEpoch,endOffset}                   *)
-(*   ListOffsetsRequest{src,dst,inc,epoch}                                  *)
-(*   ListOffsetsResponse{src,dst,epoch,error,offset}                        *)
+(*   ListOffsetsRequest{src,dst,inc,epoch,timestamp}                        *)
+(*   ListOffsetsResponse{src,dst,epoch,error,offset,timestamp}              *)
 (*   LeaderAndIsr{src,dst,epoch,leader,isr}                                 *)
 
 VARIABLES
@@ -312,6 +312,12 @@ FetcherSend(f, request) ==
     /\ IF LossyNetwork THEN TRUE ELSE ~Outstanding(f)
     /\ msgs' = GiveUp(f) \cup Deliverable(request)
 
+\* The LIST_OFFSETS request of follower f's fetcher to leader l, for the
+\* "LATEST" or the "EARLIEST" offset.
+ListOffsetsRequest(f, l, timestamp) ==
+    [type |-> "ListOffsetsRequest", src |-> f, dst |-> l, inc |-> incarnation[f],
+     epoch |-> leaderEpoch[f], timestamp |-> timestamp]
+
 -----------------------------------------------------------------------------
 (* The initial state: the controller has made replica Min(Replicas) leader in *)
 (* epoch 0 with every replica in the ISR, and every replica has handled that  *)
@@ -456,8 +462,7 @@ FollowerHandleFetchResponse(m) ==
        IN
        /\ Act("FollowerHandleFetchResponse", [replica |-> f, leader |-> m.src])
        /\ IF current /\ m.error = "OFFSET_OUT_OF_RANGE"
-          THEN Reply(m, [type |-> "ListOffsetsRequest", src |-> f, dst |-> m.src,
-                         inc |-> incarnation[f], epoch |-> leaderEpoch[f]])
+          THEN Reply(m, ListOffsetsRequest(f, m.src, "LATEST"))
           ELSE Consume(m)
        /\ CASE current /\ m.error = "NONE" ->
                  /\ log' = [log EXCEPT ![f] = newLog]
@@ -474,36 +479,43 @@ FollowerHandleFetchResponse(m) ==
                  UNCHANGED <<replicaVars, removed>>
        /\ UNCHANGED <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
-\* ReplicaManager.fetchOffsetForTimestamp (ListOffsets, latest) for a follower
-\* (R9, R1): the leader answers with its LEO.
+\* ReplicaManager.fetchOffsetForTimestamp (ListOffsets) for a follower (R9, R1):
+\* the leader answers LATEST with its LEO and EARLIEST with its log start
+\* offset (not modelled: always 0).
 LeaderHandleListOffsets(m) ==
     /\ m \in msgs /\ m.type = "ListOffsetsRequest" /\ m.dst \in alive
     /\ LET l == m.dst
            err == RequestError(l, m.epoch)
+           offset == IF m.timestamp = "LATEST" THEN LEO(l) ELSE 0
        IN  /\ Reply(m, [type |-> "ListOffsetsResponse", src |-> l, dst |-> m.src,
-                        epoch |-> m.epoch, error |-> err,
-                        offset |-> IF err = "NONE" THEN LEO(l) ELSE Undefined])
+                        epoch |-> m.epoch, error |-> err, timestamp |-> m.timestamp,
+                        offset |-> IF err = "NONE" THEN offset ELSE Undefined])
            /\ Act("LeaderHandleListOffsets", [replica |-> l, follower |-> m.src])
     /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
 
-\* AbstractFetcherThread.handleOutOfRangeError (R9): a follower whose log is
-\* longer than its leader's truncates to the leader's LEO, then fetches from
-\* its own LEO (the log start offset is not modelled: it stays 0).
+\* AbstractFetcherThread.fetchOffsetAndTruncate (R9), the two LIST_OFFSETS
+\* calls Kafka makes inside handleOutOfRangeError: a follower whose log is
+\* longer than its leader's LEO truncates to it; otherwise it asks for the
+\* leader's log start offset, and fetches from the larger of that and its own
+\* LEO (the log start offset is not modelled: it stays 0, so from its own LEO).
 FollowerHandleListOffsetsResponse(m) ==
     /\ m \in msgs /\ m.type = "ListOffsetsResponse" /\ m.dst \in alive
     /\ LET f == m.dst
            current == /\ fetchState[f] = "Fetching" /\ leader[f] = m.src
                       /\ leaderEpoch[f] = m.epoch
+           latest == current /\ m.error = "NONE" /\ m.timestamp = "LATEST"
        IN
        /\ Act("FollowerHandleListOffsetsResponse", [replica |-> f, leader |-> m.src])
-       /\ Consume(m)
-       /\ CASE current /\ m.error = "NONE" ->
+       /\ IF latest /\ m.offset >= LEO(f)
+          THEN Reply(m, ListOffsetsRequest(f, m.src, "EARLIEST"))
+          ELSE Consume(m)
+       /\ CASE latest ->
                  /\ Truncate(f, m.offset, "truncation")
                  /\ UNCHANGED fetchState
             [] current /\ m.error = "FENCED_LEADER_EPOCH" ->
                  /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
-            [] OTHER ->
+            [] OTHER ->   \* EARLIEST (log start 0: nothing to do), stale, or an error
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
        /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader,
                       ctrlEpoch, ctrlIsr, historyVars>>

@@ -17,6 +17,8 @@ from kreplica.conformance.tla.tlavalue import Record, Value
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.fetch_state import ReplicaState
 from kreplica.impl.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
     FetchRequest,
     FetchResponse,
     LeaderAndIsrRequest,
@@ -60,6 +62,10 @@ class History:
     # fetcher request to that leader: it has given up on the earlier ones (Projector._msgs)
     latest: dict[tuple[int, int, int], int] = field(default_factory=dict)
     produce_records: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+TIMESTAMPS: dict[int, Value] = {LATEST_TIMESTAMP: "LATEST", EARLIEST_TIMESTAMP: "EARLIEST"}
+"""A LIST_OFFSETS timestamp in the spec's words."""
 
 
 def delivered_to_running(cluster: Cluster, envelope: Envelope) -> bool:
@@ -212,7 +218,7 @@ class Projector:
         if isinstance(payload, ListOffsetsResponse) and echo.get("type") == "ListOffsetsRequest":
             return [
                 Record({"type": "ListOffsetsResponse", **base, "epoch": echo["epoch"],
-                        "error": p.error.name,
+                        "error": p.error.name, "timestamp": echo["timestamp"],
                         "offset": p.offset if p.error.name == "NONE" else UNDEFINED})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
@@ -243,7 +249,8 @@ class Projector:
             ]  # fmt: skip
         if isinstance(payload, ListOffsetsRequest):
             return [
-                Record({"type": "ListOffsetsRequest", **request, **self._request_epoch(src, p)})
+                Record({"type": "ListOffsetsRequest", **request, **self._request_epoch(src, p),
+                        "timestamp": TIMESTAMPS[p.timestamp]})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
         return []

@@ -162,7 +162,9 @@ class Recorder:
             self.projector.note_fault(unclean=isinstance(step, UncleanShutdown))
         sent = self.sent = self.cluster.apply(step)
         if isinstance(step, DoWork):
-            self._remember_senders(step, sent)
+            self._remember_senders(step.broker, step.source, sent)
+        elif isinstance(step, Deliver) and (step.src, step.dst) in self._fetcher_links(sent):
+            self._remember_senders(step.dst, step.src, sent)  # an answer's next request (R9)
         cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
         self.projector.observe(before, cause)
         after = self.projector.project()
@@ -181,8 +183,13 @@ class Recorder:
         manager = self.cluster.brokers[broker].replica_manager.replica_fetcher_manager
         return manager.fetcher_for(source)
 
-    def _remember_senders(self, step: DoWork, sent: list[Envelope]) -> None:
-        fetcher = self._fetcher(step.broker, step.source)
+    @staticmethod
+    def _fetcher_links(sent: list[Envelope]) -> set[tuple[int, int]]:
+        """(leader, follower) of the fetcher requests among `sent`."""
+        return {(e.dst, e.src) for e in sent if isinstance(e.payload, ListOffsetsRequest)}
+
+    def _remember_senders(self, broker: int, source: int, sent: list[Envelope]) -> None:
+        fetcher = self._fetcher(broker, source)
         if fetcher is not None:
             for e in sent:
                 corr = getattr(e.payload, "correlation_id", -1)

@@ -27,6 +27,7 @@ from kreplica.conformance.mutation.results import (
     tally,
 )
 from kreplica.conformance.validate.locks import lock_output
+from kreplica.impl.variants import VariantError, parse_variant
 
 EPILOG = """\b
 Examples:
@@ -38,7 +39,9 @@ Examples:
 Each sampled mutant (one small edit of impl/log.py, partition.py, ...: see
 docs/mutation.md) runs `kreplica fuzz --examples 150 --steps 50 --seed S
 --corpus C --no-shrink` (--examples and --steps change the campaign's size)
-and, if the fuzzer found nothing, `kreplica conform C --no-spark --workers 1`.
+and, if the fuzzer found nothing, `kreplica conform C --no-spark --workers 1`;
+then the same for each of --variants with `--variant V --no-invariants` and
+`conform --variant V`, whose traces must conform to the spec under V.
 results.json in --out is rewritten after every mutant; run the same command
 again to resume. Mutants argued equivalent in
 conformance/mutation/equivalent.toml are listed, not run, and left out of the
@@ -47,7 +50,8 @@ kill rate with the stillborn ones (the edit does not import).
 \b
 Exit codes:
   0  every sampled mutant has an outcome (whatever the kill rate)
-  2  bad input: --sample below 1, an unreadable or malformed equivalent file,
+  2  bad input: --sample below 1, an unknown variant in --variants, an
+     unreadable or malformed equivalent file,
      an --out that is a file, holds results of other settings or is in use
      by another kreplica mutate, an unwritable --markdown
   130  interrupted (Ctrl-C): the outcomes so far are kept in --out
@@ -96,6 +100,9 @@ def _lock(folder: Path) -> int:
               show_default=True, help="Fuzz runs per mutant (fuzz --examples).")  # fmt: skip
 @click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="Most steps per fuzz run (kreplica fuzz --steps).")  # fmt: skip
+@click.option("--variants", default=",".join(Campaign().variants), show_default=True,
+              help="Protocol variants whose traces must conform too, comma-separated "
+              "('' for none).")  # fmt: skip
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report as Markdown to this file.")  # fmt: skip
 @click.option("--equivalent", "equivalent_path", type=click.Path(path_type=Path),
@@ -109,6 +116,7 @@ def mutate_command(
     time_limit: float,
     examples: int,
     steps: int,
+    variants: str,
     markdown_path: Path | None,
     equivalent_path: Path,
 ) -> int:
@@ -116,7 +124,13 @@ def mutate_command(
     if size < 1:
         raise KreplicaError(f"--sample {size}: sample at least 1 mutant")
     equivalent = load_equivalent(equivalent_path)
-    campaign = Campaign(examples=examples, steps=steps, seed=seed, time_limit=time_limit)
+    chosen = tuple(v.strip() for v in variants.split(",") if v.strip())
+    for v in chosen:
+        try:
+            parse_variant([v])
+        except VariantError as err:
+            raise KreplicaError(f"--variants {v}: {err}") from None
+    campaign = Campaign(examples, steps, seed, time_limit, chosen)
     folder = out or Path("build/mutation") / f"seed-{seed}"
     fd = _lock(folder)
     click.get_current_context().call_on_close(lambda: os.close(fd))

@@ -1,9 +1,15 @@
 """One mutant through the campaign: `kreplica fuzz` on the mutated implementation, then, if the
 fuzzer found nothing, `kreplica conform` on every trace it recorded.
 
-By default the campaign is the one issue #14's study used, kept as it is (never tuned to a
-mutant): `kreplica fuzz --examples 150 --steps 50 --seed S --corpus C --no-shrink`, then
-`kreplica conform C --no-spark --workers 1`. Verdicts:
+By default the campaign is the one issue #14's study used (never tuned to a mutant):
+`kreplica fuzz --examples 150 --steps 50 --seed S --corpus C --no-shrink`, then
+`kreplica conform C --no-spark --workers 1`; then, for each protocol variant of `variants`, the
+same size of campaign under that variant for conformance only: `kreplica fuzz --variant V
+--no-invariants ...` (an unsafe variant breaks invariants by design; a step that raises still
+fails it) and `kreplica conform C --variant V ...`, the variant's traces against the spec under
+the same variant. The variants' code (truncation to the HW and the out-of-range reset, R9;
+unclean elections) is shared with the correct protocol's, and no other campaign reaches it.
+Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
                 conform found a trace the spec does not allow (exit 1; or exit 2, which
@@ -59,6 +65,8 @@ class Campaign:
     steps: int = 50
     seed: int = 1
     time_limit: float = 600.0
+    variants: tuple[str, ...] = ("truncation=hw", "election=unclean")
+    """Protocol variants (`kreplica fuzz --variant`) whose traces must conform too."""
 
 
 @dataclass(slots=True)
@@ -209,33 +217,54 @@ def _campaign(mutant: Mutant, campaign: Campaign, work: Path, deadline: float, o
     if probe.returncode != 0:
         o.verdict, o.detail = STILLBORN, "import fails: " + _last_line(probe.stderr)
         return
+    for variant in (None, *campaign.variants):
+        _stage(campaign, variant, work / (variant or "default").replace("=", "-"), env, deadline, o)
+        if o.verdict != SURVIVED:
+            return
+
+
+def _stage(
+    campaign: Campaign,
+    variant: str | None,
+    work: Path,
+    env: dict[str, str],
+    deadline: float,
+    o: Outcome,
+) -> None:
+    """One fuzz + conform campaign: the correct protocol's (`variant` None, invariants on) or
+    a variant's (conformance only); fills in the outcome `o` unless the mutant survives it."""
+    work.mkdir()
     corpus = work / "corpus.jsonl"
+    chosen = [] if variant is None else ["--variant", variant]
     fuzz_args = [
         "fuzz", "--examples", str(campaign.examples), "--steps", str(campaign.steps),
         "--seed", str(campaign.seed), "--corpus", str(corpus), "--no-shrink",
-        "--out", str(work / "fuzz"),
+        "--out", str(work / "fuzz"), *chosen,
+        *([] if variant is None else ["--no-invariants"]),
     ]  # fmt: skip
+    where = "" if variant is None else f" ({variant})"
     code, text = _run(fuzz_args, work, env, deadline)
-    o.exits["fuzz"] = code
+    o.exits["fuzz" + where] = code
     if code == 1:
-        o.verdict, o.by = KILLED, "fuzz"
+        o.verdict, o.by = KILLED, "fuzz" + where
         o.detail = _last_line(text, "violation ")  # the summary's line, else the traceback's
         return
     if code == 2:
-        o.verdict, o.detail = STILLBORN, "fuzz exit 2: " + _last_line(text, "error")
+        o.verdict, o.detail = STILLBORN, f"fuzz{where} exit 2: " + _last_line(text, "error")
         return
     if code != 0:
-        o.verdict, o.detail = ERROR, f"fuzz exit {code}: " + _last_line(text)
+        o.verdict, o.detail = ERROR, f"fuzz{where} exit {code}: " + _last_line(text)
         return
-    conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1"]
+    conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1", *chosen]
     code, text = _run([*conform_args, "--out", str(work / "conform")], work, env, deadline)
-    o.exits["conform"] = code
+    o.exits["conform" + where] = code
     violation = _violation(work / "conform") if code in (1, 2) else ""
     if code == 1:
-        o.verdict, o.by = KILLED, "conformance"
+        o.verdict, o.by = KILLED, "conformance" + where
         o.detail = violation or _last_line(text, "violat")
     elif code == 2 and violation:  # exit 2 outranks 1: some traces unchecked, some violate
-        o.verdict, o.by = KILLED, "conformance"
+        o.verdict, o.by = KILLED, "conformance" + where
         o.detail = f"{violation} (and: {_last_line(text, 'could not be checked')})"
     elif code != 0:
-        o.verdict, o.detail = ERROR, f"conform exit {code}: " + _last_line(text, "error")
+        o.verdict = ERROR
+        o.detail = f"conform{where} exit {code}: " + _last_line(text, "error")

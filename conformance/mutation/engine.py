@@ -39,7 +39,7 @@ def plan(size: int, seed: int) -> list[Mutant]:
 
 def settings_of(size: int, seed: int, campaign: Campaign) -> dict[str, object]:
     """What a results.json must share to be resumed: the sample and the campaign."""
-    return {"sample": size, "seed": seed, **asdict(campaign)}
+    return {"sample": size, "seed": seed, **asdict(campaign), "variants": list(campaign.variants)}
 
 
 def run(

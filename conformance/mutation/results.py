@@ -125,6 +125,9 @@ class Tally:
 
     counts: dict[str, int]
     by: dict[str, int]
+    """Kills by "fuzz" and by "conformance", whichever campaign (protocol variant) it was."""
+    in_variants: int = 0
+    """Kills in a variant's campaign (`Campaign.variants`), counted in `by` too."""
 
     @property
     def killed(self) -> int:
@@ -141,8 +144,9 @@ class Tally:
 def tally(outcomes: list[Outcome]) -> Tally:
     """Count the verdicts, and who killed."""
     counts = Counter(o.verdict for o in outcomes)
-    by = Counter(o.by for o in outcomes if o.verdict == KILLED and o.by)
-    return Tally(dict(counts), dict(by))
+    killers = [o.by for o in outcomes if o.verdict == KILLED and o.by]
+    by = Counter(killer.split(" ")[0] for killer in killers)
+    return Tally(dict(counts), dict(by), sum(" (" in killer for killer in killers))
 
 
 VERDICT_ORDER = (KILLED, TIMEOUT, SURVIVED, EQUIVALENT, STILLBORN, ERROR)
@@ -159,6 +163,7 @@ def markdown(outcomes: list[Outcome], equivalent: dict[str, str], header: str = 
         "|---|---:|",
         f"| killed by fuzz | {t.by.get('fuzz', 0)} |",
         f"| killed by conformance | {t.by.get('conformance', 0)} |",
+        f"| (of these, in a variant's campaign) | ({t.in_variants}) |",
         f"| timeout (counted killed) | {t.counts.get(TIMEOUT, 0)} |",
         f"| survived | {t.counts.get(SURVIVED, 0)} |",
         f"| equivalent | {t.counts.get(EQUIVALENT, 0)} |",

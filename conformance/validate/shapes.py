@@ -157,8 +157,8 @@ MESSAGE = msg(
         "LeaderAndIsr": rec(**_HEAD, epoch=INT, leader=INT, isr=set_of(INT)),
         "FetchRequest": rec(**_HEAD, epoch=INT, inc=INT, offset=INT),
         "FetchResponse": rec(**_HEAD, epoch=INT, error=STR, hw=INT, offset=INT, entries=seq(ENTRY)),
-        "ListOffsetsRequest": rec(**_HEAD, inc=INT, epoch=INT),
-        "ListOffsetsResponse": rec(**_HEAD, epoch=INT, error=STR, offset=INT),
+        "ListOffsetsRequest": rec(**_HEAD, inc=INT, epoch=INT, timestamp=STR),
+        "ListOffsetsResponse": rec(**_HEAD, epoch=INT, error=STR, offset=INT, timestamp=STR),
         "OffsetsForLeaderEpochRequest": rec(**_HEAD, epoch=INT, inc=INT, requested=INT),
         "OffsetsForLeaderEpochResponse": rec(
             **_HEAD, epoch=INT, error=STR, leaderEpoch=INT, requested=INT, endOffset=INT

@@ -50,6 +50,8 @@ class Harness:
         fetcher = self.cluster.broker(2).replica_manager.replica_fetcher_manager.fetcher_for(1)
         assert fetcher is not None
         self.fetcher: ReplicaFetcherThread = fetcher
+        self.answered: list[Message] = []
+        """What the fetcher sent at once on the last fetch answer (an R9 reset's request)."""
 
     def log(self, tp: TopicPartition = TP) -> Log:
         log = self.cluster.log(2, tp)
@@ -78,7 +80,9 @@ class Harness:
     def fetch_response(self, *partitions: FetchPartitionResponse, error: Errors = Errors.NONE):  # type: ignore[no-untyped-def]
         request = self.work()
         assert isinstance(request, FetchRequest), request
-        self.fetcher.handle_response(FetchResponse(request.correlation_id, error, partitions))
+        self.answered = self.fetcher.handle_response(
+            FetchResponse(request.correlation_id, error, partitions)
+        )
         return request
 
     def start_fetching(self) -> None:
@@ -395,16 +399,20 @@ def test_r8_request_timeout_delays_every_partition() -> None:
 
 
 def out_of_range(h: Harness) -> ListOffsetsRequest:
+    """OFFSET_OUT_OF_RANGE: the fetcher asks for the leader's LEO at once, as Kafka's thread
+    calls fetchLatestOffsetFromLeader inside processFetchRequest (R9)."""
     h.fetch_response(data(error=Errors.OFFSET_OUT_OF_RANGE))
-    request = h.work()
+    [request] = h.answered
     assert isinstance(request, ListOffsetsRequest)
+    assert h.work() is None  # it is the request in flight
     return request
 
 
 def list_offsets_answer(
     h: Harness, request: ListOffsetsRequest, offset: int, error: Errors = Errors.NONE
-) -> None:
-    h.fetcher.handle_response(
+) -> list[Message]:
+    """The leader's answer; the fetcher's next request of the reset, if any."""
+    return h.fetcher.handle_response(
         ListOffsetsResponse(
             request.correlation_id, (ListOffsetsPartitionResponse(TP, error, offset, 0),)
         )
@@ -417,7 +425,7 @@ def test_r9_leader_leo_below_follower_leo_truncates_to_it() -> None:
     h.ole(eeo(0, 3))
     request = out_of_range(h)
     assert request.partitions[0].timestamp == LATEST_TIMESTAMP
-    list_offsets_answer(h, request, 1)
+    assert list_offsets_answer(h, request, 1) == []  # the reset is over
     assert h.log().record_ids() == [1]
     assert (h.state().state, h.state().fetch_offset) == (FETCHING, 1)
 
@@ -426,8 +434,7 @@ def test_r9_leader_log_start_above_follower_leo_restarts_the_log() -> None:
     h = Harness()
     h.start_fetching()
     request = out_of_range(h)
-    list_offsets_answer(h, request, 10)  # leader LEO 10 >= follower LEO 0
-    request = h.work()
+    [request] = list_offsets_answer(h, request, 10)  # leader LEO 10 >= follower LEO 0
     assert isinstance(request, ListOffsetsRequest)
     assert request.partitions[0].timestamp == EARLIEST_TIMESTAMP
     list_offsets_answer(h, request, 4)
@@ -440,8 +447,7 @@ def test_r9_leader_log_start_below_follower_leo_fetches_from_leo() -> None:
     h.follower_log((0, 0, 1), (1, 0, 2), hw=2)
     h.ole(eeo(0, 2))
     request = out_of_range(h)
-    list_offsets_answer(h, request, 5)
-    request = h.work()
+    [request] = list_offsets_answer(h, request, 5)
     assert isinstance(request, ListOffsetsRequest)
     list_offsets_answer(h, request, 0)
     assert h.log().record_ids() == [1, 2]
