@@ -149,6 +149,12 @@ def test_wrong_fetch_and_list_offsets_answers_are_named() -> None:
     assert reason is not None and "expected []" in reason
     right = replace(above_hw, partitions=(replace(above_hw.partitions[0], records=()),))
     assert wrong(rec, ConsumerFetch(TP, 0, broker=1), 1, right) is None
+    refused = FetchPartitionResponse(TP, Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ())
+    answer = FetchResponse(0, Errors.NONE, (refused,))
+    assert wrong(rec, ConsumerFetch(TP, 0, broker=2), 2, answer) is None
+    answer = FetchResponse(0, Errors.NONE, (replace(refused, last_stable_offset=-2),))
+    reason = wrong(rec, ConsumerFetch(TP, 0, broker=2), 2, answer)
+    assert reason is not None and "(-1, -2, -1), expected (-1, -1, -1)" in reason
     leo = ListOffsetsResponse(0, (ListOffsetsPartitionResponse(TP, Errors.NONE, 1, 0),))
     reason = wrong(rec, ConsumerListOffsets(TP, LATEST_TIMESTAMP, broker=1), 1, leo)
     assert reason is not None and "expected NONE (0, 0)" in reason

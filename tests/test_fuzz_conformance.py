@@ -104,3 +104,23 @@ def test_every_fuzz_trace_conforms(corpus: Path, tmp_path: Path) -> None:
     assert rejected == []
     assert len(rows) == len(traces(corpus))
     assert result.exit_code == 0, result.output
+
+
+def test_a_variants_out_of_range_reset_conforms(tmp_path: Path) -> None:
+    """truncation=hw (pre-KIP-101): a follower that truncated to its HW fetches past a new
+    leader's LEO, gets OFFSET_OUT_OF_RANGE and resets with LIST_OFFSETS (R9), sent at once as
+    Kafka's fetcher thread makes the call; the variant's traces conform to the spec under the
+    same variant. (Seed 3 is one whose 60 runs take the reset.)"""
+    path = tmp_path / "hw.jsonl"
+    result = cli(
+        "fuzz", "--variant", "truncation=hw", "--no-invariants", "--examples", "60",
+        "--steps", "40", "--seed", "3", "--corpus", str(path), "--out", str(tmp_path / "f"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    actions = [s["#meta"].get("action") for t in traces(path) for s in t["states"]]
+    assert "FollowerHandleListOffsetsResponse" in actions
+    result = cli(
+        "conform", str(path), "--variant", "truncation=hw", "--no-spark", "--workers", "1",
+        "--out", str(tmp_path / "res"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output

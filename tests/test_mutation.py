@@ -30,7 +30,7 @@ from kreplica.conformance.mutation.campaign import (
 from kreplica.conformance.mutation.engine import plan, run, settings_of
 from kreplica.conformance.mutation.operators import Mutant
 from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
-from kreplica.conformance.mutation.results import Results, load_equivalent
+from kreplica.conformance.mutation.results import Results, load_equivalent, markdown, tally
 from kreplica.conformance.mutation.sites import all_mutants, impl_dir, mutants_of, mutated_source
 from kreplica.conformance.validate.locks import lock_output
 
@@ -193,6 +193,8 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         (["--jobs", "0"], "--jobs"),
         (["--examples", "0"], "--examples"),
         (["--sample", "1", "--steps", "3", "--out", "{tmp}/default-size"], "other settings"),
+        (["--variants", "truncation=hw,election=bogus"], "--variants election=bogus"),
+        (["--sample", "1", "--variants", "", "--out", "{tmp}/default-size"], "other settings"),
     ],
     ids=[
         "sample-0",
@@ -203,6 +205,8 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         "jobs-0",
         "examples-0",
         "another-campaign-size",
+        "unknown-variant",
+        "other-variants",
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -235,3 +239,15 @@ def test_mutate_help_lists_the_exit_codes() -> None:
     assert result.exit_code == 0
     for line in ("0  every sampled mutant", "2  bad input", "130  interrupted"):
         assert line in result.output
+
+
+def test_a_kill_in_a_variants_campaign_counts_for_its_checker() -> None:
+    """`by` names the variant's campaign; the tally counts it with its checker, and apart."""
+    outcomes = [
+        Outcome("a.py:1:0:op", KILLED, by="fuzz"),
+        Outcome("a.py:2:0:op", KILLED, by="conformance (truncation=hw)"),
+        Outcome("a.py:3:0:op", SURVIVED),
+    ]
+    t = tally(outcomes)
+    assert (t.by, t.in_variants, t.rate) == ({"fuzz": 1, "conformance": 1}, 1, 2 / 3)
+    assert "| (of these, in a variant's campaign) | (1) |" in markdown(outcomes, {})

@@ -229,22 +229,24 @@ def _fetch(
     [part] = answer.partitions
     if part.tp != asked.tp or asked.tp != tp:
         return f"FETCH of {asked.tp} answered for {part.tp}"
-    if not _leads(s, b):
-        if part.error is not Errors.NOT_LEADER_OR_FOLLOWER:
-            return f"FETCH from a broker that does not lead answered {part.error.name}"
-        return None
     hw, leo, offset = s["hw"][b - 1], len(s["log"][b - 1]), asked.fetch_offset
-    if not LOG_START_OFFSET <= offset <= leo:
-        if part.error is not Errors.OFFSET_OUT_OF_RANGE:
-            return f"FETCH at {offset} outside [0, {leo}] answered {part.error.name}"
-        return None
+    if not _leads(s, b):
+        expected_error = Errors.NOT_LEADER_OR_FOLLOWER
+    elif not LOG_START_OFFSET <= offset <= leo:
+        expected_error = Errors.OFFSET_OUT_OF_RANGE
+    else:
+        expected_error = Errors.NONE
+    if part.error is not expected_error:
+        return f"FETCH at {offset} answered {part.error.name}, expected {expected_error.name}"
+    # the HW, the last stable offset (the HW: no transactions) and the log start; Kafka's
+    # LogReadResult of a failed read has -1 for each (Log.UnknownOffset)
+    offsets = (part.high_watermark, part.last_stable_offset, part.log_start_offset)
+    leader = (hw, hw, LOG_START_OFFSET) if expected_error is Errors.NONE else (-1, -1, -1)
+    if offsets != leader:
+        name = part.error.name
+        return f"FETCH answered {name} with (HW, LSO, log start) {offsets}, expected {leader}"
     if part.error is not Errors.NONE:
-        return f"FETCH at {offset} from the leader answered {part.error.name}"
-    if (part.high_watermark, part.log_start_offset) != (hw, LOG_START_OFFSET):
-        return (
-            f"FETCH answered HW {part.high_watermark} and log start {part.log_start_offset}, "
-            f"the leader has {hw} and {LOG_START_OFFSET}"
-        )
+        return None if not part.records else f"FETCH answered {part.error.name} with records"
     count = min(max(0, hw - offset), max(1, asked.max_bytes // RECORD_SIZE_BYTES))
     expected = [
         (offset + i, e["epoch"], e["record"])

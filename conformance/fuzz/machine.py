@@ -83,7 +83,12 @@ from kreplica.conformance.fuzz.setup import (
     FuzzSetup,
 )
 from kreplica.conformance.tla.itf import ItfTrace
-from kreplica.impl.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
+from kreplica.impl.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    IsolationLevel,
+    TopicPartition,
+)
 from kreplica.impl.steps import (
     ConsumerFetch,
     ConsumerListOffsets,
@@ -99,6 +104,8 @@ REFUSED_PRODUCES = ("not-leader", "invalid-acks", "internal-topic")
 INVALID_REQUIRED_ACKS, INVALID_TOPIC_EXCEPTION)."""
 INVALID_ACKS = 2
 """An acks value Kafka refuses (only -1, 0 and 1 are valid)."""
+ISOLATION_LEVELS = (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)
+"""A consumer's isolation levels (Kafka's consumers read_uncommitted by default)."""
 INTERNAL_TP = TopicPartition("__consumer_offsets", 0)
 """A partition of an internal topic, which a producer may not write to."""
 
@@ -655,7 +662,8 @@ class ReplicationMachine(RuleBasedStateMachine):
     def consume(self, record: int, pick: int) -> None:
         """A consumer reads, when the cluster is quiet, from a leader (one time in four from
         a broker that does not lead, if one runs): at `record`'s offset if the broker holds
-        it, else at its HW."""
+        it, else at its HW; read_committed or read_uncommitted (the same bound, the HW,
+        without transactions)."""
         leaders = self.leaders()
         others = sorted(set(self.recorder.state["alive"]) - set(leaders))
         if others and pick % 4 == 3:
@@ -665,7 +673,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         log = self.recorder.state["log"][broker - 1]
         offsets = [o for o, entry in enumerate(log) if entry["record"] == record]
         offset = offsets[0] if offsets else self.recorder.state["hw"][broker - 1]
-        self._client_request(ConsumerFetch(TP, offset, broker), broker)
+        isolation = ISOLATION_LEVELS[(pick // 16) % 2]
+        self._client_request(ConsumerFetch(TP, offset, broker, isolation), broker)
 
     # ------------------------------------------------------------ replication and time
 
