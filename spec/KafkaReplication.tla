@@ -971,6 +971,10 @@ NeverTruncatedAfterLeaderChange ==
 \* No unclean shutdown has lost a record.
 NeverLostToUncleanShutdown == \A x \in removed : x.cause # "unclean-shutdown"
 
+\* No follower has reset its fetch position with LIST_OFFSETS (R9): none fetched
+\* past its leader's LEO.
+NeverResetOutOfRange == action.name # "FollowerHandleListOffsetsResponse"
+
 \* No running broker hosts a Partition without a leader epoch (a restarted broker
 \* whose first LeaderAndIsr names no leader does).
 NeverHostedWithoutEpoch == \A r \in alive : leaderEpoch[r] # NoEpoch

@@ -32,6 +32,7 @@ from kreplica.conformance.bridge.step_codec import step_from_json
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
 from kreplica.conformance.tla.vocabulary import VARIABLES
+from kreplica.impl.broker import Outgoing
 from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (
@@ -199,10 +200,13 @@ class Replayer:
         if len(candidates) > 1 and expected is not None:
             for steps in candidates:
                 trial = copy.deepcopy((self.cluster, self.recorder))
+                sent = self._outboxes()
                 try:
                     event = self._apply(trial[1], steps, action, args)
                 except (TraceError, SimulationError):  # a candidate the impl refuses
                     continue
+                finally:
+                    self._restore_outboxes(sent)
                 if not compare(expected, event.state):
                     # Taken again on the real cluster: a copy's callbacks (closures, which
                     # deepcopy shares) still reach the original objects.
@@ -225,6 +229,17 @@ class Replayer:
             )
         self._pending = events[matching[0] + 1 :]
         return events[matching[0]]
+
+    def _outboxes(self) -> list[tuple[list[Outgoing], int]]:
+        """Every broker's outbox and its length now (see _restore_outboxes)."""
+        return [(b.outbox, len(b.outbox)) for b in self.cluster.brokers.values()]
+
+    @staticmethod
+    def _restore_outboxes(sent: list[tuple[list[Outgoing], int]]) -> None:
+        """Drop what a trial put in the real brokers' outboxes: a copied operation's callback
+        (a closure, which deepcopy shares) still appends its answer to the original broker's."""
+        for outbox, length in sent:
+            del outbox[length:]
 
     def _judge_answers(self) -> None:
         """Keep the first wrong answer the last step sent to the client, if any."""
