@@ -185,7 +185,8 @@ class Recorder:
 
     @staticmethod
     def _fetcher_links(sent: list[Envelope]) -> set[tuple[int, int]]:
-        """(leader, follower) of the fetcher requests among `sent`."""
+        """(leader, follower) of the LIST_OFFSETS requests among `sent`: the one request a
+        fetcher sends on an answer (an out-of-range reset's next call, R9)."""
         return {(e.dst, e.src) for e in sent if isinstance(e.payload, ListOffsetsRequest)}
 
     def _remember_senders(self, broker: int, source: int, sent: list[Envelope]) -> None:

@@ -155,6 +155,16 @@ def kind_of(step: Step) -> str | None:
     return _KIND_OF_TYPE.get(type(step))
 
 
+def _answers(previous: Step | None, step: Step) -> bool:
+    """True if `step` delivers to the client an answer of the broker `previous` delivered to."""
+    return (
+        isinstance(previous, Deliver)
+        and previous.src == CLIENT
+        and isinstance(step, Deliver)
+        and (step.src, step.dst) == (previous.dst, CLIENT)
+    )
+
+
 def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> bool:
     """True if a rule of the fuzzer could take `step` now (fault budgets aside): a client's
     request goes to a running broker (a refused PRODUCE is retried at a leader) and arrives
@@ -162,8 +172,8 @@ def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> 
     to such steps."""
     if isinstance(previous, Produce | ConsumerFetch | ConsumerListOffsets):
         return isinstance(step, Deliver) and step.src == CLIENT and step.dst == previous.broker
-    if isinstance(step, Deliver) and step.dst == CLIENT and step.index > 0:
-        return True  # the answer to a LIST_OFFSETS, taken at once
+    if _answers(previous, step):
+        return True  # the answer to the request just delivered (list_offsets takes it)
     if isinstance(step, Produce | ConsumerFetch | ConsumerListOffsets):
         return step.broker is not None and step.broker in s["alive"]
     if isinstance(step, Tick):
