@@ -316,8 +316,8 @@ class Cluster:
         request = FetchRequest(
             self.client.next_correlation_id(),
             -1,
-            0,
-            1,
+            step.max_wait_ms,
+            step.min_bytes,
             step.max_bytes,
             step.isolation_level,
             (FetchPartitionData(step.tp, step.offset, -1, step.max_bytes, None),),

@@ -69,13 +69,16 @@ class Produce:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerFetch:
-    """A consumer sends FETCH for tp at offset to `broker` (default: the leader)."""
+    """A consumer sends FETCH for tp at offset to `broker` (default: the leader); the broker
+    may hold it up to max_wait_ms for min_bytes (fetch.max.wait.ms, fetch.min.bytes)."""
 
     tp: TopicPartition
     offset: int
     broker: int | None = None
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
     max_bytes: int = 1_048_576
+    max_wait_ms: int = 0
+    min_bytes: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
-from kreplica.conformance.bridge.client_answers import NAME, judge
+from kreplica.conformance.bridge.client_answers import NAME, held_request_violations, judge
 from kreplica.conformance.bridge.projection import CLIENT
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
@@ -169,3 +169,51 @@ def test_an_early_ack_is_caught_when_it_is_sent() -> None:
     assert apply_checked(rec, Produce(TP, (1,), -1, broker=1)) is None
     found = apply_checked(rec, Deliver(CLIENT, 1, 0))
     assert found is not None and found[0] == NAME
+
+
+def waiting(rec: SpecRecorder) -> list[tuple[str, str]]:
+    """The consumer FETCHes the oracle finds held too long, in the state now."""
+    return held_request_violations(rec.cluster, rec.state, rec.arrivals, rec.answered)
+
+
+def test_a_delayed_fetch_waits_for_min_bytes_or_its_max_wait() -> None:
+    """Kafka's consumer defaults (wait up to 500 ms for one byte): a FETCH at the HW waits in
+    the purgatory until the HW moves (answered in that step, with the record) or until its
+    wait is over (answered empty by the tick that passes it); every step checks."""
+    rec = recorder()
+    parked = send(rec, ConsumerFetch(TP, 0, broker=1, max_wait_ms=500), 1)
+    assert parked == [] and len(rec.arrivals) == 1 and not rec.answered
+    assert apply_checked(rec, Produce(TP, (1,), 1, broker=1)) is None
+    assert apply_checked(rec, Deliver(CLIENT, 1, 0)) is None  # LEO 1, HW still 0: waits
+    assert len(rec.cluster.network.queue((1, CLIENT))) == 1  # only the produce's answer
+    replicate(rec)  # the HW passes the record: the FETCH completes at once
+    [_, fetched] = [e.payload for e in rec.cluster.network.queue((1, CLIENT))]
+    assert isinstance(fetched, FetchResponse)
+    assert [e.record_id for e in fetched.partitions[0].records] == [1]
+    send(rec, ConsumerFetch(TP, 1, broker=1, max_wait_ms=500, min_bytes=2), 1)
+    assert apply_checked(rec, Tick(1_000)) is None  # expired: answered empty
+    last = rec.cluster.network.queue((1, CLIENT))[-1].payload
+    assert isinstance(last, FetchResponse) and last.partitions[0].records == ()
+    assert waiting(rec) == []
+
+
+def test_an_early_or_late_delayed_fetch_answer_is_named() -> None:
+    """An empty answer before the wait is over, a FETCH still held after its wait, and one
+    held though its bytes are there: each is named."""
+    rec = recorder()
+    send(rec, ConsumerFetch(TP, 0, broker=1, max_wait_ms=500), 1)
+    [corr] = rec.arrivals
+    request = rec.arrivals[corr].request
+    empty = FetchResponse(
+        corr, Errors.NONE, (FetchPartitionResponse(TP, Errors.NONE, 0, 0, 0, ()),)
+    )
+    reason = judge(request, empty, 1, TP, rec.state, rec.cluster, waited_ms=0)
+    assert reason is not None and "before its max_wait_ms (500)" in reason
+    assert judge(request, empty, 1, TP, rec.state, rec.cluster, waited_ms=500) is None
+    assert waiting(rec) == []
+    rich = dict(rec.state, hw=(1, 0))  # as if the HW had passed a record the FETCH still waits for
+    [(name, reason)] = held_request_violations(rec.cluster, rich, rec.arrivals, rec.answered)
+    assert name == NAME and "it could complete (HW 1" in reason
+    rec.cluster.clock.advance(500)  # the clock passes the deadline, no broker ticks
+    [(name, reason)] = waiting(rec)
+    assert name == NAME and "max_wait_ms (500) is over" in reason

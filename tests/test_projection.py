@@ -130,3 +130,14 @@ def test_a_broker_hosts_no_partition_until_a_leader_and_isr_even_one_without_a_l
     )  # fmt: skip
     assert event.state["leaderEpoch"] == (-1, NOT_HOSTED)
     assert event.state["leader"] == (-1, -1)
+
+
+def test_a_followers_isr_is_projected_as_it_holds_it() -> None:
+    """The spec's isr of a follower is {} (Kafka's makeFollower empties it); the projection
+    shows what the follower holds, so a follower that kept its ISR would not conform."""
+    c = cluster()
+    assert Projector(c, TP).project()["isr"] == (frozenset({1, 2}), frozenset())
+    follower = c.partition(2, TP)
+    assert follower is not None
+    follower.in_sync_replica_ids = frozenset({1, 2})  # as if make_follower had kept it
+    assert Projector(c, TP).project()["isr"][1] == frozenset({1, 2})

@@ -9,12 +9,17 @@ schedule both use it, so a saved failure replays exactly as it was found.
 
 from __future__ import annotations
 
-from kreplica.conformance.bridge.client_answers import client_answer_violations
+from kreplica.conformance.bridge.backoff import backoff_violations, fetcher_view
+from kreplica.conformance.bridge.client_answers import (
+    client_answer_violations,
+    held_request_violations,
+)
 from kreplica.conformance.bridge.invariants import violations
+from kreplica.conformance.bridge.lag_times import shrink_violations
 from kreplica.conformance.bridge.projection import CLIENT, State
 from kreplica.conformance.bridge.recorder import Args, Recorder
 from kreplica.impl.messages import FetchRequest, ListOffsetsRequest, ProduceRequest
-from kreplica.impl.steps import Deliver, Step
+from kreplica.impl.steps import Deliver, DoWork, ShrinkIsr, Step
 
 Violation = tuple[str, str]
 """(invariant name, reason)."""
@@ -85,7 +90,9 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
 
     An exception from the simulator is a finding too: it is reported as IMPLEMENTATION_ERROR.
     """
-    before = recorder.state
+    before = before_step = recorder.state
+    cluster = recorder.cluster
+    fetcher = fetcher_view(cluster, step.broker, step.source) if isinstance(step, DoWork) else None
     try:
         events = recorder.apply(step)
     except Exception as err:
@@ -97,5 +104,18 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         if found:
             return found[0]
         before = event.state
-    answers = client_answer_violations(recorder.cluster, recorder.tp, recorder.sent, recorder.state)
+    r = recorder
+    if isinstance(step, DoWork):
+        after = fetcher_view(cluster, step.broker, step.source)
+        requests = [e.payload for e in r.sent]
+        late = backoff_violations(fetcher, after, requests, cluster.config.replica_fetch_backoff_ms)
+        if late:
+            return late[0]
+    if isinstance(step, ShrinkIsr):
+        now = r.cluster.clock.now_ms
+        shrink = shrink_violations(r.lag_times, step.broker, before_step, r.state, now)
+        if shrink:
+            return shrink[0]
+    answers = client_answer_violations(r.cluster, r.tp, r.sent, r.state, r.arrivals)
+    answers += held_request_violations(r.cluster, r.state, r.arrivals, r.answered, r.arrived)
     return answers[0] if answers else None

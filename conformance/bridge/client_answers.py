@@ -19,9 +19,10 @@ no log start offset (an open item of issue #14).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 
 from kreplica.conformance.bridge.projection import CLIENT, State
+from kreplica.conformance.bridge.recorder import Arrival
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
@@ -48,30 +49,133 @@ LOG_START_OFFSET = 0
 
 
 def client_answer_violations(
-    cluster: Cluster, tp: TopicPartition, sent: Sequence[Envelope], s: State
+    cluster: Cluster,
+    tp: TopicPartition,
+    sent: Sequence[Envelope],
+    s: State,
+    arrivals: Mapping[int, Arrival] | None = None,
 ) -> list[tuple[str, str]]:
-    """The wrong answers among `sent` (one step's messages), judged in the state after it."""
+    """The wrong answers among `sent` (one step's messages), judged in the state after it;
+    `arrivals` (the recorder's) says how long a FETCH has waited."""
     found = []
+    now = cluster.clock.now_ms
     for envelope in sent:
         if envelope.dst != CLIENT:
             continue
-        request = cluster.client.pending.get(getattr(envelope.payload, "correlation_id", -1))
+        correlation_id = getattr(envelope.payload, "correlation_id", -1)
+        request = cluster.client.pending.get(correlation_id)
         if request is None:
             continue  # an answer to a request already answered (a duplicate)
-        reason = judge(request.request, envelope.payload, envelope.src, tp, s, cluster)
+        arrival = (arrivals or {}).get(correlation_id)
+        waited = None if arrival is None else now - arrival.time_ms
+        reason = judge(request.request, envelope.payload, envelope.src, tp, s, cluster, waited)
         if reason is not None:
             found.append((NAME, f"broker {envelope.src}: {reason}"))
     return found
 
 
-def judge(
-    request: Message, answer: Message, b: int, tp: TopicPartition, s: State, cluster: Cluster
+def held_request_violations(
+    cluster: Cluster,
+    s: State,
+    arrivals: Mapping[int, Arrival],
+    answered: Set[int],
+    arrived: int | None = None,
+) -> list[tuple[str, str]]:
+    """The client requests a running broker still holds, unanswered, though Kafka would have
+    answered them by now (judged in the state after each step; `arrived`: the request the
+    step delivered):
+    - an acks=-1 PRODUCE waits in the produce purgatory until its records are under the HW
+      or the broker stops leading (DelayedProduce.tryComplete, R14), at most its timeout_ms
+      (R17);
+    - a consumer FETCH with max_wait_ms is answered at once if what fetchMessages reads
+      reaches min_bytes, or on an error; else it waits in the fetch purgatory until it could
+      complete (`_fetch_ready`, DelayedFetch.tryComplete, R16), at most max_wait_ms;
+    - any other request (acks=1, a FETCH that may not wait, LIST_OFFSETS) is answered in the
+      step it arrives; an acks=0 PRODUCE never is.
+    A request at a broker that has stopped since is lost with it."""
+    found = []
+    now = cluster.clock.now_ms
+    for correlation_id, arrival in arrivals.items():
+        b = arrival.broker
+        if (
+            correlation_id in answered
+            or not cluster.is_alive(b)
+            or cluster.brokers[b].incarnation != arrival.incarnation
+        ):
+            continue
+        held = now - arrival.time_ms
+        reason = _held_too_long(arrival.request, b, s, held, correlation_id == arrived)
+        if reason is not None:
+            found.append((NAME, f"broker {b}: {reason}"))
+    return found
+
+
+def _held_too_long(
+    request: Message, b: int, s: State, held_ms: int, just_arrived: bool
 ) -> str | None:
-    """Why `answer` from broker b to `request` is wrong in state s, or None if it is right."""
+    """Why a request broker b has held for held_ms (since this step: `just_arrived`) should
+    have been answered, or None."""
+    if isinstance(request, ProduceRequest) and request.acks == 0:
+        return None
+    if isinstance(request, ProduceRequest) and request.acks == -1:
+        [part] = request.partitions
+        what = f"an acks=-1 PRODUCE of {part.record_ids} still waits, though"
+        if held_ms >= request.timeout_ms:
+            return f"{what} its timeout_ms ({request.timeout_ms}) is over"
+        if _produce_ready(part.record_ids, b, s):
+            return f"{what} the HW ({s['hw'][b - 1]}) has passed it or the broker stepped down"
+        return None
+    if isinstance(request, FetchRequest) and request.replica_id < 0 and request.max_wait_ms > 0:
+        [asked] = request.partitions
+        what = f"a FETCH at {asked.fetch_offset} still waits, though"
+        readable = _readable_bytes(asked.fetch_offset, asked.max_bytes, b, s)
+        if just_arrived and (readable is None or readable >= request.min_bytes):
+            read = "an error" if readable is None else f"{readable} byte(s)"
+            return f"{what} fetchMessages read {read} (min_bytes {request.min_bytes})"
+        if held_ms >= request.max_wait_ms:
+            return f"{what} its max_wait_ms ({request.max_wait_ms}) is over"
+        if _fetch_ready(request, asked.fetch_offset, asked.max_bytes, b, s):
+            return f"{what} it could complete (HW {s['hw'][b - 1]}, min_bytes {request.min_bytes})"
+        return None
+    return f"a {type(request).__name__} was not answered in the step it arrived"
+
+
+def _readable_bytes(offset: int, max_bytes: int, b: int, s: State) -> int | None:
+    """What ReplicaManager.fetchMessages reads for a consumer at broker b: the bytes of the
+    records below the HW, at least one record (minOneMessage) and else at most max_bytes;
+    None for a read that fails (not the leader, an offset out of range)."""
+    hw = s["hw"][b - 1]
+    if not _leads(s, b) or not LOG_START_OFFSET <= offset <= len(s["log"][b - 1]):
+        return None
+    count = min(max(0, hw - offset), max(1, max_bytes // RECORD_SIZE_BYTES))
+    return int(count * RECORD_SIZE_BYTES)
+
+
+def _produce_ready(records: tuple[int, ...], b: int, s: State) -> bool:
+    """DelayedProduce.tryComplete (R14): the broker no longer leads, or its HW covers the
+    records (a record it does not hold was refused and answered at once)."""
+    if not _leads(s, b):
+        return True
+    offset = _offset_of(s, b, records[0]) if records else None
+    return offset is not None and s["hw"][b - 1] >= offset + len(records)
+
+
+def judge(
+    request: Message,
+    answer: Message,
+    b: int,
+    tp: TopicPartition,
+    s: State,
+    cluster: Cluster,
+    waited_ms: int | None = None,
+) -> str | None:
+    """Why `answer` from broker b to `request` is wrong in state s, or None if it is right
+    (`waited_ms`: how long the request has been at the broker, if known)."""
     if isinstance(request, ProduceRequest) and isinstance(answer, ProduceResponse):
         return _produce(request, answer, b, tp, s, cluster.brokers[b].config.min_insync_replicas)
     if isinstance(request, FetchRequest) and isinstance(answer, FetchResponse):
-        return _fetch(request, answer, b, tp, s)
+        wrong = _fetch(request, answer, b, tp, s)
+        return wrong or _fetch_too_early(request, answer, b, s, waited_ms)
     if isinstance(request, ListOffsetsRequest) and isinstance(answer, ListOffsetsResponse):
         return _list_offsets(request, answer, b, tp, s)
     return f"{type(answer).__name__} answers a {type(request).__name__}"
@@ -256,6 +360,39 @@ def _fetch(
     if got != expected:
         return f"FETCH at {offset} (HW {hw}) answered records {got}, expected {expected}"
     return None
+
+
+def _fetch_ready(request: FetchRequest, offset: int, max_bytes: int, b: int, s: State) -> bool:
+    """DelayedFetch.tryComplete for a consumer's FETCH at broker b (R16): the broker no longer
+    leads, its HW is below the fetch offset (kreplica's one-segment stand-in for Kafka's
+    "fetch offset not on the segment": docs/impl.md), or the bytes up to the HW, each
+    partition's capped at its max_bytes, reach min_bytes."""
+    hw: int = s["hw"][b - 1]
+    if not _leads(s, b) or hw < offset:
+        return True
+    return min(max(0, hw - offset) * RECORD_SIZE_BYTES, max_bytes) >= request.min_bytes
+
+
+def _fetch_too_early(
+    request: FetchRequest, answer: FetchResponse, b: int, s: State, waited_ms: int | None
+) -> str | None:
+    """Why a successful FETCH answer came before max_wait_ms with less than min_bytes and no
+    reason to complete early (ReplicaManager.fetchMessages, DelayedFetch), or None."""
+    if waited_ms is None or waited_ms >= request.max_wait_ms:
+        return None
+    [asked] = request.partitions
+    [part] = answer.partitions
+    if part.error is not Errors.NONE:
+        return None
+    if len(part.records) * RECORD_SIZE_BYTES >= request.min_bytes:
+        return None  # fetchMessages answers at once what it read, if it reaches min_bytes
+    if _fetch_ready(request, asked.fetch_offset, asked.max_bytes, b, s):
+        return None
+    return (
+        f"FETCH at {asked.fetch_offset} answered after {waited_ms} ms with "
+        f"{len(part.records)} record(s) (HW {s['hw'][b - 1]}), before its max_wait_ms "
+        f"({request.max_wait_ms}) and below its min_bytes ({request.min_bytes})"
+    )
 
 
 # ------------------------------------------------------------------------------ LIST_OFFSETS

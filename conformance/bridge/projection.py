@@ -118,14 +118,15 @@ class Projector:
             return NOT_HOSTED, NO_LEADER, "Idle", frozenset(), unknown
         leader = partition.leader_replica_id
         leader = NO_LEADER if leader is None else leader
+        isr = frozenset(partition.in_sync_replica_ids)
         if leader == r:
             remote = partition.remote_replicas
             leos = tuple(
                 remote[f].log_end_offset if f != r and f in remote else -1 for f in self.replicas
             )
-            isr = frozenset(partition.in_sync_replica_ids)
             return partition.leader_epoch, r, "Idle", isr, leos
-        return partition.leader_epoch, leader, self._fetch_state(r, leader), frozenset(), unknown
+        # a follower's ISR is what it holds: Kafka's makeFollower empties it (the spec's {})
+        return partition.leader_epoch, leader, self._fetch_state(r, leader), isr, unknown
 
     def _fetch_state(self, r: int, leader: int) -> str:
         """The fetcher's state for tp on follower r: Truncating, Fetching, Failed or Idle."""

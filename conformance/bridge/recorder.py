@@ -19,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kreplica.conformance.bridge.lag_times import LagTimes
 from kreplica.conformance.bridge.projection import (
+    CLIENT,
     Projector,
     State,
     delivered_to_running,
@@ -57,6 +59,18 @@ from kreplica.impl.steps import (
 )
 
 Args = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A client request a broker got: which broker, in which incarnation, and when (a
+    delayed PRODUCE's or FETCH's wait starts then)."""
+
+    broker: int
+    incarnation: int
+    time_ms: int
+    request: Any
+
 
 # Responses named by the action that handles them at the follower.
 RESPONSE_HANDLERS: dict[type, str] = {
@@ -141,6 +155,16 @@ class Recorder:
         """Steps applied since the last recorded action that performed none."""
         self.sent: list[Envelope] = []
         """The messages the last step put on the network."""
+        self.lag_times = LagTimes(cluster.broker_ids, cluster.config.replica_lag_time_max_ms)
+        """Kafka's caught-up times of the followers, as the recorded actions imply them."""
+        self.lag_times.start(self.state, cluster.clock.now_ms)
+        self.arrivals: dict[int, Arrival] = {}
+        """The client's requests that reached a broker, by correlation id."""
+        self.arrived: int | None = None
+        """The correlation id of the client request the last step delivered, if any."""
+        self.answered: set[int] = set()
+        """The correlation ids of the client's requests a broker has answered (a FETCH may
+        wait in the purgatory first)."""
 
     @property
     def state(self) -> State:
@@ -160,7 +184,10 @@ class Recorder:
             self.projector.note_produce_delivered()
         if isinstance(step, Crash | UncleanShutdown):
             self.projector.note_fault(unclean=isinstance(step, UncleanShutdown))
+        arrival = self._client_arrival(step)
+        self.arrived = None if arrival is None else getattr(arrival.request, "correlation_id", -1)
         sent = self.sent = self.cluster.apply(step)
+        self._note_client_requests(arrival, sent)
         if isinstance(step, DoWork):
             self._remember_senders(step.broker, step.source, sent)
         elif isinstance(step, Deliver) and (step.src, step.dst) in self._fetcher_links(sent):
@@ -170,6 +197,10 @@ class Recorder:
         after = self.projector.project()
         now = self.cluster.clock.now_ms
         events = [replace(e, now_ms=now) for e in self._events(step, named, before, after, sent)]
+        previous = before
+        for event in events:
+            self.lag_times.observe(event.action, event.args, previous, event.state, now, sent)
+            previous = event.state
         if not events:
             self.hidden.append(step)
             return events
@@ -178,6 +209,24 @@ class Recorder:
             self.hidden = []
         self.events.extend(events)
         return events
+
+    def _client_arrival(self, step: Step) -> Arrival | None:
+        """The client request `step` delivers to a running broker, if it delivers one."""
+        if not (isinstance(step, Deliver) and step.src == CLIENT):
+            return None
+        envelope = self.cluster.network.peek((step.src, step.dst), step.index)
+        if envelope is None or not self.cluster.is_alive(step.dst):
+            return None
+        incarnation = self.cluster.brokers[step.dst].incarnation
+        return Arrival(step.dst, incarnation, self.cluster.clock.now_ms, envelope.payload)
+
+    def _note_client_requests(self, arrival: Arrival | None, sent: list[Envelope]) -> None:
+        """Remember a request that arrived, and the answers this step sent."""
+        if arrival is not None:
+            self.arrivals[getattr(arrival.request, "correlation_id", -1)] = arrival
+        for envelope in sent:
+            if envelope.dst == CLIENT:
+                self.answered.add(getattr(envelope.payload, "correlation_id", -1))
 
     def _fetcher(self, broker: int, source: int) -> AbstractFetcherThread | None:
         manager = self.cluster.brokers[broker].replica_manager.replica_fetcher_manager

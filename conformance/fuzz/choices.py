@@ -178,5 +178,7 @@ def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> 
         return step.broker is not None and step.broker in s["alive"]
     if isinstance(step, Tick):
         return step.ms in TICK_MS
+    if isinstance(step, ShrinkIsr):  # offered by the impl's clock or by Kafka's (lag_times)
+        return behind(s, step.broker)
     kind = kind_of(step)
     return kind is not None and step in CHOICES[kind](c, s)

@@ -86,6 +86,7 @@ from kreplica.conformance.tla.itf import ItfTrace
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    RECORD_SIZE_BYTES,
     IsolationLevel,
     TopicPartition,
 )
@@ -95,6 +96,7 @@ from kreplica.impl.steps import (
     Deliver,
     DoWork,
     Produce,
+    ShrinkIsr,
     Step,
     Tick,
 )
@@ -108,6 +110,28 @@ ISOLATION_LEVELS = (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITT
 """A consumer's isolation levels (Kafka's consumers read_uncommitted by default)."""
 INTERNAL_TP = TopicPartition("__consumer_offsets", 0)
 """A partition of an internal topic, which a producer may not write to."""
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    """How a consumer fetches: fetch.max.wait.ms, fetch.min.bytes, max.partition.fetch.bytes."""
+
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+
+
+CONSUMER_SETTINGS = tuple(
+    ConsumerSettings(wait, least, most)
+    for wait in (0, 500)
+    for least in (1, 2 * RECORD_SIZE_BYTES)
+    for most in (1_048_576, RECORD_SIZE_BYTES - 1)
+)
+"""A consumer's settings, one per FETCH, each combination of: answered at once, or Kafka's
+default wait of 500 ms, which parks the FETCH in the leader's purgatory while the HW has too
+little past it; one byte (Kafka's default) or two records at least; Kafka's default byte limit
+per partition, or one below a record (Kafka still returns the first record). The follower
+fetches stay unparked (`CONFIG`), as the spec answers them."""
 
 # ---------------------------------------------------------------- scheduling helpers
 
@@ -407,8 +431,18 @@ class ReplicationMachine(RuleBasedStateMachine):
             if kind == "flush":  # flushing matters only to unclean shutdowns
                 allowed = "unclean_shutdown" in self.kinds and "flush" in self.kinds
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
+            if kind == "shrink_isr" and allowed:
+                found = sorted(set(found) | set(self._lagging_by_the_clock()), key=repr)
             self._choices[kind] = found
         return found
+
+    def _lagging_by_the_clock(self) -> list[Step]:
+        """ShrinkIsr of each leader with a follower that lags by Kafka's clock (`lag_times`),
+        whether or not the implementation thinks so: a leader that fails to drop it, or drops
+        another, breaks IsrShrinksOnLagTime."""
+        s, now = self.recorder.state, self.cluster.clock.now_ms
+        lag = self.recorder.lag_times
+        return [ShrinkIsr(b) for b in self.cluster.broker_ids if lag.out_of_sync(s, b, now)]
 
     def _may_fault(self) -> bool:
         """The fault budget is not spent, and the replication state moved a moment ago (see
@@ -658,12 +692,13 @@ class ReplicationMachine(RuleBasedStateMachine):
             self._apply(Deliver(broker, CLIENT, answers - 1))
 
     @precondition(lambda self: self.quiet() and bool(self.leaders()))
-    @rule(record=consumes(produced), pick=PICK)
-    def consume(self, record: int, pick: int) -> None:
+    @rule(record=consumes(produced), pick=PICK, settings=st.sampled_from(CONSUMER_SETTINGS))
+    def consume(self, record: int, pick: int, settings: ConsumerSettings) -> None:
         """A consumer reads, when the cluster is quiet, from a leader (one time in four from
         a broker that does not lead, if one runs): at `record`'s offset if the broker holds
-        it, else at its HW; read_committed or read_uncommitted (the same bound, the HW,
-        without transactions)."""
+        it, else at its HW (one time in two at the HW anyway, as a consumer that has read
+        everything); read_committed or read_uncommitted (the same bound, the HW, without
+        transactions); with one of `CONSUMER_SETTINGS`."""
         leaders = self.leaders()
         others = sorted(set(self.recorder.state["alive"]) - set(leaders))
         if others and pick % 4 == 3:
@@ -672,9 +707,19 @@ class ReplicationMachine(RuleBasedStateMachine):
             broker = leaders[pick % len(leaders)]
         log = self.recorder.state["log"][broker - 1]
         offsets = [o for o, entry in enumerate(log) if entry["record"] == record]
-        offset = offsets[0] if offsets else self.recorder.state["hw"][broker - 1]
+        hw = self.recorder.state["hw"][broker - 1]
+        offset = offsets[0] if offsets and pick < 32 else hw
         isolation = ISOLATION_LEVELS[(pick // 16) % 2]
-        self._client_request(ConsumerFetch(TP, offset, broker, isolation), broker)
+        step = ConsumerFetch(
+            TP,
+            offset,
+            broker,
+            isolation,
+            settings.max_bytes,
+            settings.max_wait_ms,
+            settings.min_bytes,
+        )
+        self._client_request(step, broker)
 
     # ------------------------------------------------------------ replication and time
 

@@ -1,0 +1,136 @@
+"""Time where the spec abstracts it: a follower's fetch back-off, judged at each fetcher
+iteration (R7, R8).
+
+The spec lets a follower's fetcher act whenever it has something to do; Kafka 2.6's
+`AbstractFetcherThread` backs a partition off for `replica.fetch.backoff.ms` after an error
+(`handlePartitionsWithErrors`, `delayPartitions`: a partition already delayed keeps its
+deadline), and a partition is ready again once its `DelayedItem` is due (deadline <= now).
+This check reads a fetcher's partition states just before and after one `DoWork` step (the
+implementation's own bookkeeping: which partitions wait, until when, and the request in
+flight) and holds them to those rules on the simulated clock:
+
+- a request that timed out backs every partition it concerned off for exactly
+  replica.fetch.backoff.ms from now, unless it was already delayed (R8);
+- a partition whose back-off has not ended is in no request the step sends;
+- an iteration with no request in flight and a partition ready (Fetching or Truncating, due,
+  no reset pending) does something: sends a request or moves a partition's state.
+
+Reported as `FetchBackoffOnTime`, like an invariant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.fetch_state import InFlight, PartitionFetchState
+from kreplica.impl.messages import (
+    FetchRequest,
+    ListOffsetsRequest,
+    Message,
+    OffsetsForLeaderEpochRequest,
+    TopicPartition,
+)
+
+NAME = "FetchBackoffOnTime"
+"""The name a back-off at the wrong time is reported under."""
+
+
+@dataclass(frozen=True)
+class FetcherView:
+    """A follower's fetcher towards one leader, as it stands at one moment."""
+
+    now_ms: int
+    running: bool
+    in_flight: InFlight | None
+    states: dict[TopicPartition, PartitionFetchState]
+    pending_resets: frozenset[TopicPartition]
+
+
+def fetcher_view(cluster: Cluster, broker: int, source: int) -> FetcherView | None:
+    """The fetcher of `broker` towards `source` now (None: the broker runs no such fetcher)."""
+    if not cluster.is_alive(broker):
+        return None
+    fetcher = cluster.brokers[broker].replica_manager.replica_fetcher_manager.fetcher_for(source)
+    if fetcher is None:
+        return None
+    return FetcherView(
+        cluster.clock.now_ms,
+        fetcher.is_running,
+        fetcher.in_flight,
+        dict(fetcher.partition_states.items()),
+        frozenset(fetcher.pending_resets),
+    )
+
+
+def _delayed(state: PartitionFetchState, now_ms: int) -> bool:
+    """Kafka's DelayedItem: still delayed while its deadline is in the future."""
+    return state.delay_until_ms is not None and state.delay_until_ms > now_ms
+
+
+def _partitions_of(request: Message) -> set[TopicPartition]:
+    if isinstance(request, FetchRequest | OffsetsForLeaderEpochRequest | ListOffsetsRequest):
+        return {p.tp for p in request.partitions}
+    return set()
+
+
+def backoff_violations(
+    before: FetcherView | None,
+    after: FetcherView | None,
+    sent: list[Message],
+    backoff_ms: int,
+) -> list[tuple[str, str]]:
+    """Judge one fetcher iteration (`sent`: the requests it sent) by the back-off rules."""
+    if before is None or after is None or not before.running:
+        return []
+    now = before.now_ms
+    if before.in_flight is not None:
+        if now < before.in_flight.deadline_ms:
+            return []
+        return _request_failure(before, after, backoff_ms)
+    asked = set().union(*(_partitions_of(m) for m in sent)) if sent else set()
+    early = sorted(
+        str(tp) for tp in asked if tp in before.states and _delayed(before.states[tp], now)
+    )
+    if early:
+        return [(NAME, f"{', '.join(early)} fetched at {now} ms, before its back-off ended")]
+    ready = [
+        tp
+        for tp, state in before.states.items()
+        if not _delayed(state, now) and tp not in before.pending_resets
+    ]
+    if ready and not sent and after.states == before.states and after.in_flight is None:
+        names = ", ".join(sorted(map(str, ready)))
+        return [(NAME, f"{names} ready at {now} ms, but the fetcher iteration did nothing")]
+    return []
+
+
+def _request_failure(
+    before: FetcherView, after: FetcherView, backoff_ms: int
+) -> list[tuple[str, str]]:
+    """A request that timed out: its partitions back off from now (R8), except those
+    already delayed and, for OffsetsForLeaderEpoch, those whose leader epoch moved since."""
+    assert before.in_flight is not None
+    flight, now = before.in_flight, before.now_ms
+    if flight.session is not None:
+        concerned = set(before.states)
+    elif flight.epochs is not None:
+        concerned = {
+            tp
+            for tp, data in flight.epochs.items()
+            if tp in before.states
+            and before.states[tp].current_leader_epoch == data.current_leader_epoch
+        }
+    elif flight.reset is not None and flight.reset.tp in before.pending_resets:
+        concerned = {flight.reset.tp}
+    else:
+        concerned = set()
+    wrong = []
+    for tp in sorted(concerned, key=str):
+        state, then = before.states[tp], after.states.get(tp)
+        expected = state.delay_until_ms if _delayed(state, now) else now + backoff_ms
+        if then is not None and then.delay_until_ms != expected:
+            wrong.append(f"{tp} delayed until {then.delay_until_ms}, expected {expected}")
+    if wrong:
+        return [(NAME, f"a request timed out at {now} ms: " + "; ".join(wrong))]
+    return []

@@ -1,0 +1,84 @@
+"""A follower's fetch back-off judged at each fetcher iteration (conformance/bridge/backoff.py),
+on a real cluster."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kreplica.conformance.bridge.backoff import NAME, backoff_violations, fetcher_view
+from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
+from kreplica.impl.fetcher import AbstractFetcherThread
+from kreplica.impl.messages import TopicPartition
+from kreplica.impl.steps import Deliver, DoWork, Drop, Step, Tick
+
+TP = TopicPartition("t", 0)
+CONFIG = BrokerConfig(replica_fetch_wait_max_ms=0)
+BACKOFF = CONFIG.replica_fetch_backoff_ms
+TIMEOUT = CONFIG.replica_socket_timeout_ms
+
+
+def recorder() -> SpecRecorder:
+    """Two brokers, broker 1 leading, follower 2 fetching from it."""
+    return SpecRecorder(Cluster((1, 2), {"t": 1}, config=CONFIG), TP, {})
+
+
+def checked(rec: SpecRecorder, *steps: Step) -> None:
+    for step in steps:
+        assert apply_checked(rec, step) is None, step
+
+
+def lost_fetch(rec: SpecRecorder) -> None:
+    """Follower 2's fetch is lost, and its request times out at the next iteration."""
+    checked(rec, DoWork(2, 1), Drop(2, 1, 0), Tick(TIMEOUT + 1))
+
+
+def test_a_lost_fetch_backs_off_then_fetches_again() -> None:
+    """The request times out: the partition waits replica.fetch.backoff.ms, and is fetched
+    again as soon as it is due; every iteration is judged."""
+    rec = recorder()
+    lost_fetch(rec)
+    checked(rec, DoWork(2, 1))  # the time-out: backs off
+    view = fetcher_view(rec.cluster, 2, 1)
+    assert view is not None and view.states[TP].delay_until_ms == view.now_ms + BACKOFF
+    checked(rec, DoWork(2, 1))  # still delayed: nothing to do, rightly
+    assert rec.sent == []
+    checked(rec, Tick(BACKOFF), DoWork(2, 1))  # due at exactly the deadline
+    assert [type(e.payload).__name__ for e in rec.sent] == ["FetchRequest"]
+    checked(rec, Deliver(2, 1, 0))
+
+
+def test_no_back_off_after_a_timeout_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    rec = recorder()
+    lost_fetch(rec)
+    monkeypatch.setattr(AbstractFetcherThread, "_handle_request_failure", lambda self, f: None)
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and found[0] == NAME
+    assert f"expected {rec.cluster.clock.now_ms + BACKOFF}" in found[1]
+
+
+def test_an_idle_iteration_with_a_ready_partition_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))  # truncated, fetching
+    monkeypatch.setattr(AbstractFetcherThread, "maybe_fetch", lambda self: [])
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and found[0] == NAME and "did nothing" in found[1]
+
+
+def test_a_fetch_of_a_delayed_partition_is_named() -> None:
+    """A request naming a partition whose back-off has not ended (views made by hand)."""
+    rec = recorder()
+    lost_fetch(rec)
+    checked(rec, DoWork(2, 1))
+    view = fetcher_view(rec.cluster, 2, 1)
+    assert view is not None
+    checked(rec, Tick(BACKOFF), DoWork(2, 1))
+    request = rec.sent[0].payload
+    assert backoff_violations(view, view, [request], BACKOFF) != []  # before the deadline
+    due = replace(view, now_ms=view.now_ms + BACKOFF)
+    assert backoff_violations(due, due, [request], BACKOFF) == []
