@@ -198,7 +198,7 @@ DETECTED = {
     # target: (seed, most runs, invariants it may break); seeds that find it fast
     "early-ack": (2, 100, {"AckedRecordsNeverLost", "ClientAnswersMatchLeader"}),
     "hw-from-non-isr": (3, 100, {"CommittedRecordsOnIsr"}),
-    "no-leso-guard": (4, 400, {"CommittedRecordsOnIsr"}),
+    "no-leso-guard": (3, 400, {"CommittedRecordsOnIsr"}),
     "skip-same-leader-truncation": (6, 100, {"FollowersMatchLeader"}),
     "hw-not-clamped": (3, 100, {"HighWatermarkWithinLog"}),
     "truncation=hw": (1, 200, DURABLE),

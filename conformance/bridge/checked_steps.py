@@ -14,6 +14,7 @@ from kreplica.conformance.bridge.client_answers import (
     client_answer_violations,
     held_request_violations,
 )
+from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
 from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.lag_times import shrink_violations
 from kreplica.conformance.bridge.projection import CLIENT, State
@@ -101,6 +102,8 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         return None
     for event in events:
         found = checked_violations(event.state, before)
+        if event.action == "BecomeLeaderOrFollower":
+            found += idle_fetcher_violations(recorder.cluster, int(event.args["replica"]))
         if found:
             return found[0]
         before = event.state
