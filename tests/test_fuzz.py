@@ -6,6 +6,7 @@ import importlib
 import random
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,13 @@ from kreplica.conformance.bridge.checked_steps import (
     checked_violations,
 )
 from kreplica.conformance.bridge.invariants import INVARIANTS
-from kreplica.conformance.bridge.schedule import TP, minimize, read_schedule, replay
+from kreplica.conformance.bridge.schedule import (
+    TP,
+    failure_kind,
+    minimize,
+    read_schedule,
+    replay,
+)
 from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json, step_to_json
 from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
 from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
@@ -225,3 +232,39 @@ def test_the_fuzzer_finds_and_shrinks(target: Target) -> None:
     assert f.spec_actions <= 15, f"{f.spec_actions} spec actions"
     again = replay(target.setup.schedule(f.steps))
     assert again.violation == (f.invariant, f.reason)
+
+
+def test_a_shrunk_exception_keeps_its_type() -> None:
+    """Shrinking keeps the invariant, and for an exception its type: an AttributeError must
+    not shrink into the IndexError of a client request left without its send."""
+    assert failure_kind(("ImplementationError", "IndexError: deque index out of range")) != (
+        failure_kind(("ImplementationError", "AttributeError: no attribute 'completed'"))
+    )
+    assert failure_kind(("HighWatermarkWithinLog", "HW 3 > LEO 2")) == (
+        "HighWatermarkWithinLog",
+        "",
+    )
+
+
+def test_a_campaign_without_invariants_reports_the_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`fuzz --no-invariants` (the mutation campaign's variant stages): a run that breaks an
+    invariant (the seeded bug hw-not-clamped) and then raises is reported, shrunk and
+    replayed as the exception, as the campaign saw it, not as the invariant a replay with
+    invariants on would meet first."""
+    from kreplica.impl.replica_fetcher import ReplicaFetcherThread
+
+    process = ReplicaFetcherThread.process_partition_data
+
+    def after_the_bug(self: ReplicaFetcherThread, tp: Any, offset: int, data: Any) -> Any:
+        log = self.replica_manager.all_partitions[tp].log
+        if log is not None and log.high_watermark > log.log_end_offset:  # broken a step ago
+            raise RuntimeError("fetcher")
+        return process(self, tp, offset, data)
+
+    monkeypatch.setattr(ReplicaFetcherThread, "process_partition_data", after_the_bug)
+    setup = FuzzSetup(variant=Variant(bugs=frozenset({"hw-not-clamped"})), invariants=False)
+    f = run_fuzz(setup, 300, max_steps=50, seed_value=1, shrink=False).failure
+    assert f is not None and f.invariant == "ImplementationError", f and f.invariant
+    assert f.reason.startswith("RuntimeError: fetcher")

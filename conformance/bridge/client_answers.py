@@ -11,7 +11,10 @@ Kafka 2.6's `ReplicaManager` builds it (`appendRecords`, `fetchMessages`,
 Answers are judged by what the client cannot be told otherwise:
 - success only from a broker that leads, with exactly the leader's records and HW (R1, R15);
 - an acks=-1 success only once the HW covers the records (R14), and with ISR >= min.isr;
-- the errors only in the states that cause them, with Kafka's -1 placeholders for offsets.
+- the errors only in the states that cause them, with Kafka's -1 placeholders for offsets;
+- and on time (`held_request_violations`, with the recorder's `arrivals`): a request waits in
+  a purgatory only while Kafka's DelayedProduce or DelayedFetch would (R14, R16), and no
+  longer than its timeout (R17); a FETCH is not answered empty before its max_wait_ms.
 
 The log start offset is 0 throughout: the fuzzer never deletes records, and the projection has
 no log start offset (an open item of issue #14).

@@ -16,7 +16,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
+from kreplica.conformance.bridge.checked_steps import (
+    IMPLEMENTATION_ERROR,
+    SpecRecorder,
+    Violation,
+    apply_checked,
+)
 from kreplica.conformance.bridge.projection import State
 from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
 from kreplica.conformance.errors import TraceError
@@ -155,33 +160,48 @@ Allowed = Callable[[Cluster, State, Step | None, Step], bool]
 
 
 def replay(
-    schedule: Schedule, meta: Mapping[str, Any] | None = None, allowed: Allowed | None = None
+    schedule: Schedule,
+    meta: Mapping[str, Any] | None = None,
+    allowed: Allowed | None = None,
+    invariants: bool = True,
 ) -> Replay:
-    """Run the schedule's steps on a fresh cluster, checking as the fuzzer does; stop at the
-    first violation. A step that cannot be applied is reported as an ImplementationError; at
-    a step that is not `allowed`, the replay stops without a violation."""
+    """Run the schedule's steps on a fresh cluster, checking as the fuzzer does (with
+    `invariants` False, as `fuzz --no-invariants` does: exceptions only); stop at the first
+    violation. A step that cannot be applied is reported as an ImplementationError; at a step
+    that is not `allowed`, the replay stops without a violation."""
     recorder = SpecRecorder(schedule.cluster(), TP, dict(meta or {}))
     previous: Step | None = None
     for n, step in enumerate(schedule.steps, start=1):
         if allowed is not None and not allowed(recorder.cluster, recorder.state, previous, step):
             return Replay(None, n - 1, recorder.trace())
         previous = step
-        found = apply_checked(recorder, step)
+        found = apply_checked(recorder, step, invariants)
         if found is not None:
             return Replay(found, n, recorder.trace())
     return Replay(None, len(schedule.steps), recorder.trace())
 
 
+def failure_kind(violation: Violation) -> tuple[str, str]:
+    """What a shrunk run must still show: the invariant, and for an exception its type (an
+    AttributeError must not shrink into an IndexError of a step left without its cause)."""
+    name, reason = violation
+    return name, reason.split(":", 1)[0] if name == IMPLEMENTATION_ERROR else ""
+
+
 def _still_fails(
-    schedule: Schedule, steps: list[Step], invariant: str, allowed: Allowed | None
+    schedule: Schedule,
+    steps: list[Step],
+    kind: tuple[str, str],
+    allowed: Allowed | None,
+    invariants: bool,
 ) -> list[Step] | None:
-    """The steps of `steps` that still break `invariant`, up to the violation (None: it does
-    not break). With `allowed`, a step that is no longer allowed is left out (a message
-    whose request was deleted, a restart of a broker that no longer crashed), so that a step
-    is deleted together with the steps that depend on it."""
+    """The steps of `steps` that still fail the same way (`failure_kind`), up to the
+    violation (None: they do not). With `allowed`, a step that is no longer allowed is left
+    out (a message whose request was deleted, a restart of a broker that no longer crashed),
+    so that a step is deleted together with the steps that depend on it."""
     if allowed is None:
-        result = replay(replace(schedule, steps=tuple(steps)))
-        if result.violation is None or result.violation[0] != invariant:
+        result = replay(replace(schedule, steps=tuple(steps)), invariants=invariants)
+        if result.violation is None or failure_kind(result.violation) != kind:
             return None
         return steps[: result.steps_applied]
     recorder = SpecRecorder(schedule.cluster(), TP, {})
@@ -191,9 +211,9 @@ def _still_fails(
         if not allowed(recorder.cluster, recorder.state, previous, step):
             continue
         kept.append(step)
-        found = apply_checked(recorder, step)
+        found = apply_checked(recorder, step, invariants)
         if found is not None:
-            return kept if found[0] == invariant else None
+            return kept if failure_kind(found) == kind else None
     return None
 
 
@@ -202,15 +222,19 @@ MINIMIZE_CHUNKS = (16, 8, 4, 2, 1)
 
 
 def minimize(
-    schedule: Schedule, allowed: Allowed | None = None, max_replays: int = 2_000
+    schedule: Schedule,
+    allowed: Allowed | None = None,
+    max_replays: int = 2_000,
+    invariants: bool = True,
 ) -> Schedule:
-    """Delete steps while the same invariant still breaks and every step stays `allowed`:
+    """Delete steps while the run still fails the same way and every step stays `allowed`:
     runs of consecutive steps, largest first, with the steps that depend on them (a greedy
     delta debugging), round after round until a round deletes nothing. Each try is a
-    replay; at most `max_replays` of them."""
+    replay (checking `invariants`, or only exceptions as `fuzz --no-invariants` does); at most
+    `max_replays` of them."""
     if schedule.violation is None:
         return schedule
-    invariant, steps, tries = schedule.violation[0], list(schedule.steps), 0
+    kind, steps, tries = failure_kind(schedule.violation), list(schedule.steps), 0
     progress = True
     while progress and tries < max_replays:
         progress = False
@@ -218,10 +242,11 @@ def minimize(
             i = 0
             while i < len(steps) and tries < max_replays:
                 tries += 1
-                kept = _still_fails(schedule, steps[:i] + steps[i + size :], invariant, allowed)
+                candidate = steps[:i] + steps[i + size :]
+                kept = _still_fails(schedule, candidate, kind, allowed, invariants)
                 if kept is not None and len(kept) < len(steps):
                     steps, progress = kept, True
                 else:
                     i += 1
-    final = replay(replace(schedule, steps=tuple(steps)))
+    final = replay(replace(schedule, steps=tuple(steps)), invariants=invariants)
     return replace(schedule, steps=tuple(steps), violation=final.violation)

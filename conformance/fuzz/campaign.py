@@ -136,10 +136,11 @@ def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
     tell that it still fails."""
     schedule = replace(setup.schedule(err.steps), violation=err.violation)
     if err.violation[0] in LIVENESS:
-        trace = replay(schedule).trace
+        trace = replay(schedule, invariants=setup.invariants).trace
         return Failure(*err.violation, err.steps, trace, len(err.steps))
-    schedule = minimize(schedule, fuzzer_may_take)
-    result = replay(schedule)
+    checks = setup.invariants
+    schedule = minimize(schedule, fuzzer_may_take, invariants=checks)
+    result = replay(schedule, invariants=checks)
     violation = result.violation or err.violation
     steps = schedule.steps[: result.steps_applied]
     return Failure(violation[0], violation[1], steps, result.trace, len(err.steps))

@@ -171,7 +171,9 @@ def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> 
     in the next step; any other step is one of its rule's CHOICES. `minimize` keeps a failing run
     to such steps."""
     if isinstance(previous, Produce | ConsumerFetch | ConsumerListOffsets):
-        return isinstance(step, Deliver) and step.src == CLIENT and step.dst == previous.broker
+        b = previous.broker
+        last = len(c.network.queues.get((CLIENT, b), ())) - 1 if b is not None else -1
+        return b is not None and step == Deliver(CLIENT, b, last)  # the request just sent
     if _answers(previous, step):
         return True  # the answer to the request just delivered (list_offsets takes it)
     if isinstance(step, Produce | ConsumerFetch | ConsumerListOffsets):
