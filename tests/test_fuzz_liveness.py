@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import fuzz
 
+from kreplica.conformance.bridge.checked_steps import SpecRecorder
 from kreplica.conformance.bridge.schedule import TP
 from kreplica.conformance.fuzz.campaign import (
     FuzzResult,
@@ -17,17 +18,28 @@ from kreplica.conformance.fuzz.campaign import (
     summary_lines,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.liveness import ANSWERED, REPLICATED, SETTLE_TICKS
+from kreplica.conformance.fuzz.liveness import (
+    ANSWERED,
+    REPLICATED,
+    SETTLE_TICKS,
+    SentProduce,
+    progress_violation,
+)
 from kreplica.conformance.fuzz.machine import RunStats
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
 from kreplica.impl.controller import Controller
 from kreplica.impl.delayed_ops import DelayedProduce
 from kreplica.impl.errors import Errors
 from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import TopicPartition
 from kreplica.impl.steps import Deliver, DoWork, Elect, Produce
+
+CONFIG = BrokerConfig(replica_fetch_wait_max_ms=0)
+"""Follower fetches answered at once, as the fuzzer's."""
 
 
 def campaign(examples: int = 40, max_steps: int = 30) -> FuzzResult:
@@ -43,13 +55,21 @@ def test_the_correct_protocol_settles_in_every_run() -> None:
 
 
 def test_followers_stuck_in_truncating_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 14's example: a follower fetcher that never leaves Truncating replicates nothing,
-    breaks no invariant, and fails EventuallyReplicated."""
+    """Issue 14's example: a follower fetcher that never leaves Truncating replicates nothing
+    and breaks no invariant. The fetcher-iteration check sees it first (a partition due, an
+    iteration that does nothing); without it, the settle phase would: the follower has not
+    caught up (EventuallyReplicated)."""
     monkeypatch.setattr(AbstractFetcherThread, "maybe_truncate", lambda self: [])
     failure = campaign().failure
     assert failure is not None
-    assert failure.invariant == REPLICATED
-    assert "has not caught up with leader" in failure.reason
+    assert failure.invariant == "FetchBackoffOnTime" and "did nothing" in failure.reason
+    c = Cluster((1, 2), {"t": 1}, config=CONFIG)
+    rec = SpecRecorder(c, TP, {})
+    for step in (Produce(TP, (1,), 1, 1), Deliver(-1, 1), DoWork(2, 1), DoWork(2, 1)):
+        rec.apply(step)  # the stuck fetcher's iterations, unchecked
+    found = progress_violation(c, rec.state, [])
+    assert found is not None and found[0] == REPLICATED
+    assert "has not caught up with leader" in found[1]
 
 
 def test_a_controller_that_refuses_every_election_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,13 +89,23 @@ def test_a_controller_that_refuses_every_election_is_found(monkeypatch: pytest.M
 
 
 def test_a_produce_never_answered_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A leader that completes a delayed produce without answering it fails
-    EventuallyAnswered."""
+    """A leader that completes a delayed produce without answering it: the client's requests
+    on time see it first (the HW has passed the record, no answer); without that check, the
+    settle phase would (EventuallyAnswered)."""
     monkeypatch.setattr(DelayedProduce, "on_complete", lambda self: None)
     failure = campaign().failure
     assert failure is not None
-    assert failure.invariant == ANSWERED
-    assert "has no answer after settling" in failure.reason
+    assert failure.invariant == "ClientAnswersMatchLeader" and "still waits" in failure.reason
+    c = Cluster((1, 2), {"t": 1}, config=CONFIG)
+    rec = SpecRecorder(c, TP, {})
+    rounds = [DoWork(2, 1), Deliver(2, 1), Deliver(1, 2)] * 3  # truncate, fetch, fetch
+    for step in (Produce(TP, (1,), -1, 1), Deliver(-1, 1), *rounds):
+        rec.apply(step)  # replicated: the HW passes record 1, and the produce completes
+    assert rec.state["hw"] == (1, 1)
+    [corr] = c.client.pending
+    found = progress_violation(c, rec.state, [SentProduce(corr, 1, c.incarnation(1), 1)])
+    assert found is not None and found[0] == ANSWERED
+    assert "has no answer after settling" in found[1]
 
 
 def test_settling_steps_are_recorded_and_take_the_fuzzers_ticks(tmp_path: Path) -> None:
