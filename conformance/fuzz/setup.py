@@ -41,7 +41,7 @@ draws a new plan (faults, records, priorities). At 100 steps per run the default
 5 within 3,000 runs, the median seed after 52 s (docs/fuzzing.md)."""
 
 DEFAULT_EXAMPLES = 3_000
-"""Runs per campaign by default: about 95 s of one core for the correct protocol, time for
+"""Runs per campaign by default: about two minutes of one core for the correct protocol, time for
 every seeded bug and unsafe variant to be found with the default options (docs/fuzzing.md,
 the default-detection table)."""
 
