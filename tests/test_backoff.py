@@ -7,12 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from kreplica.conformance.bridge.backoff import NAME, backoff_violations, fetcher_view
+from kreplica.conformance.bridge.backoff import (
+    NAME,
+    FetcherView,
+    answer_violations,
+    backoff_violations,
+    fetcher_view,
+)
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.fetcher import AbstractFetcherThread
-from kreplica.impl.messages import TopicPartition
+from kreplica.impl.messages import Errors, FetchPartitionResponse, FetchResponse, TopicPartition
 from kreplica.impl.steps import Deliver, DoWork, Drop, Step, Tick
 
 TP = TopicPartition("t", 0)
@@ -82,3 +88,47 @@ def test_a_fetch_of_a_delayed_partition_is_named() -> None:
     assert backoff_violations(view, view, [request], BACKOFF) != []  # before the deadline
     due = replace(view, now_ms=view.now_ms + BACKOFF)
     assert backoff_violations(due, due, [request], BACKOFF) == []
+
+
+def in_flight_fetch() -> tuple[FetcherView, FetchResponse]:
+    """Follower 2 with a FETCH in flight, and a NOT_LEADER_OR_FOLLOWER answer to it."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0), DoWork(2, 1))
+    view = fetcher_view(rec.cluster, 2, 1)
+    assert view is not None and view.in_flight is not None
+    refused = FetchPartitionResponse(TP, Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ())
+    return view, FetchResponse(view.in_flight.correlation_id, Errors.NONE, (refused,))
+
+
+def test_an_error_answer_backs_the_partition_off() -> None:
+    """processFetchRequest: a partition that comes back with an error waits
+    replica.fetch.backoff.ms; one that does not (or waits another time) is named."""
+    before, answer = in_flight_fetch()
+    state = before.states[TP]
+    due = replace(state, delay_until_ms=before.now_ms + BACKOFF)
+    backed_off = replace(before, in_flight=None, states={TP: due})
+    assert answer_violations(before, backed_off, answer, BACKOFF) == []
+    for wrong in (None, before.now_ms, before.now_ms + BACKOFF + 1):
+        after = replace(before, in_flight=None, states={TP: replace(state, delay_until_ms=wrong)})
+        [(name, reason)] = answer_violations(before, after, answer, BACKOFF)
+        assert name == NAME and f"NOT_LEADER_OR_FOLLOWER) delayed until {wrong}" in reason
+    ok = replace(answer, partitions=(replace(answer.partitions[0], error=Errors.NONE),))
+    assert answer_violations(before, before, ok, BACKOFF) == []  # no error: no back-off
+
+
+def test_a_fetcher_that_ignores_an_error_answer_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a real cluster, checked as the fuzzer checks: the follower's FETCH is answered
+    NOT_LEADER_OR_FOLLOWER (by hand, as a deposed leader would), and its fetcher does not
+    back off."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0), DoWork(2, 1))
+    view = fetcher_view(rec.cluster, 2, 1)
+    assert view is not None and view.in_flight is not None
+    monkeypatch.setattr(AbstractFetcherThread, "handle_partitions_with_errors", lambda s, p: None)
+    request = rec.cluster.network.queues[(2, 1)].popleft()  # answered by hand: an error
+    refused = FetchPartitionResponse(TP, Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ())
+    answer = FetchResponse(request.payload.correlation_id, Errors.NONE, (refused,))
+    c = rec.cluster
+    c.network.send(1, c.incarnation(1), 2, c.incarnation(2), answer, c.clock.now_ms)
+    found = apply_checked(rec, Deliver(1, 2, 0))
+    assert found is not None and found[0] == NAME and "NOT_LEADER_OR_FOLLOWER" in found[1]

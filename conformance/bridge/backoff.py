@@ -13,7 +13,9 @@ flight) and holds them to those rules on the simulated clock:
   replica.fetch.backoff.ms from now, unless it was already delayed (R8);
 - a partition whose back-off has not ended is in no request the step sends;
 - an iteration with no request in flight and a partition ready (Fetching or Truncating, due,
-  no reset pending) does something: sends a request or moves a partition's state.
+  no reset pending) does something: sends a request or moves a partition's state;
+- a FETCH answer with an error for a partition it concerns backs that partition off for
+  exactly replica.fetch.backoff.ms from now (`answer_violations`).
 
 Reported as `FetchBackoffOnTime`, like an invariant.
 """
@@ -23,9 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kreplica.impl.cluster import Cluster
-from kreplica.impl.fetch_state import InFlight, PartitionFetchState
+from kreplica.impl.fetch_state import FETCHING, InFlight, PartitionFetchState
 from kreplica.impl.messages import (
+    Errors,
     FetchRequest,
+    FetchResponse,
     ListOffsetsRequest,
     Message,
     OffsetsForLeaderEpochRequest,
@@ -102,6 +106,51 @@ def backoff_violations(
     if ready and not sent and after.states == before.states and after.in_flight is None:
         names = ", ".join(sorted(map(str, ready)))
         return [(NAME, f"{names} ready at {now} ms, but the fetcher iteration did nothing")]
+    return []
+
+
+NO_BACKOFF = frozenset({Errors.NONE, Errors.OFFSET_OUT_OF_RANGE, Errors.FENCED_LEADER_EPOCH})
+"""Partition errors of a FETCH answer that do not back the partition off: a success, the
+out-of-range reset (R9), and a fenced epoch (the partition fails or waits for a LeaderAndIsr,
+`onPartitionFenced`); every other error does (`handlePartitionsWithErrors`)."""
+
+
+def answer_violations(
+    before: FetcherView | None,
+    after: FetcherView | None,
+    answer: FetchResponse,
+    backoff_ms: int,
+) -> list[tuple[str, str]]:
+    """Judge a fetcher's handling of the FETCH answer to its request in flight
+    (processFetchRequest, R8): each partition the answer still concerns (tracked, Fetching at
+    the offset asked, not delayed, no reset pending) that comes back with an error that backs
+    off (`NO_BACKOFF`), or every one of them for an error of the whole answer, is delayed
+    for exactly replica.fetch.backoff.ms from now."""
+    if before is None or after is None or before.in_flight is None:
+        return []
+    flight, now = before.in_flight, before.now_ms
+    if flight.session is None or flight.correlation_id != answer.correlation_id:
+        return []
+    errors = {p.tp: p.error for p in answer.partitions}
+    wrong = []
+    for tp, state in sorted(before.states.items(), key=lambda item: str(item[0])):
+        asked = flight.session.get(tp)
+        error = answer.error if answer.error is not Errors.NONE else errors.get(tp, Errors.NONE)
+        if (
+            asked is None
+            or error in NO_BACKOFF
+            or asked.fetch_offset != state.fetch_offset
+            or state.state is not FETCHING
+            or _delayed(state, now)
+            or tp in before.pending_resets
+        ):
+            continue
+        then = after.states.get(tp)
+        if then is not None and then.delay_until_ms != now + backoff_ms:
+            wrong.append(f"{tp} ({error.name}) delayed until {then.delay_until_ms}")
+    if wrong:
+        expected = now + backoff_ms
+        return [(NAME, f"a FETCH answer at {now} ms: {'; '.join(wrong)}, expected {expected}")]
     return []
 
 

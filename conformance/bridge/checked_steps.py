@@ -9,7 +9,11 @@ schedule both use it, so a saved failure replays exactly as it was found.
 
 from __future__ import annotations
 
-from kreplica.conformance.bridge.backoff import backoff_violations, fetcher_view
+from kreplica.conformance.bridge.backoff import (
+    answer_violations,
+    backoff_violations,
+    fetcher_view,
+)
 from kreplica.conformance.bridge.client_answers import (
     client_answer_violations,
     held_request_violations,
@@ -17,9 +21,14 @@ from kreplica.conformance.bridge.client_answers import (
 from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
 from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.lag_times import shrink_violations
-from kreplica.conformance.bridge.projection import CLIENT, State
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
 from kreplica.conformance.bridge.recorder import Args, Recorder
-from kreplica.impl.messages import FetchRequest, ListOffsetsRequest, ProduceRequest
+from kreplica.impl.messages import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ProduceRequest,
+)
 from kreplica.impl.steps import Deliver, DoWork, ShrinkIsr, Step
 
 Violation = tuple[str, str]
@@ -93,7 +102,14 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
     """
     before = before_step = recorder.state
     cluster = recorder.cluster
-    fetcher = fetcher_view(cluster, step.broker, step.source) if isinstance(step, DoWork) else None
+    fetcher = answer = None
+    if isinstance(step, DoWork):
+        fetcher = fetcher_view(cluster, step.broker, step.source)
+    elif isinstance(step, Deliver) and step.dst not in (CLIENT, CONTROLLER):
+        envelope = cluster.network.peek((step.src, step.dst), step.index)
+        if envelope is not None and isinstance(envelope.payload, FetchResponse):
+            answer = envelope.payload
+            fetcher = fetcher_view(cluster, step.dst, step.src)
     try:
         events = recorder.apply(step)
     except Exception as err:
@@ -108,10 +124,15 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
             return found[0]
         before = event.state
     r = recorder
+    backoff = cluster.config.replica_fetch_backoff_ms
     if isinstance(step, DoWork):
         after = fetcher_view(cluster, step.broker, step.source)
-        requests = [e.payload for e in r.sent]
-        late = backoff_violations(fetcher, after, requests, cluster.config.replica_fetch_backoff_ms)
+        late = backoff_violations(fetcher, after, [e.payload for e in r.sent], backoff)
+        if late:
+            return late[0]
+    if answer is not None and isinstance(step, Deliver):
+        after = fetcher_view(cluster, step.dst, step.src)
+        late = answer_violations(fetcher, after, answer, backoff)
         if late:
             return late[0]
     if isinstance(step, ShrinkIsr):
