@@ -1,5 +1,6 @@
 """What the fuzzer checks, and when: the spec's invariants after every spec action of a run,
-and every answer to the client as it is sent (`client_answers`).
+Kafka's timing rules where the spec abstracts time (`lag_times`, `backoff`, `idle_fetchers`),
+and every answer to the client as it is sent, and in time (`client_answers`).
 
 `checked_violations` is the one rule that says which invariants count in a state (durability
 is not promised after a power loss). `apply_checked` performs one simulator step through the
@@ -10,6 +11,7 @@ schedule both use it, so a saved failure replays exactly as it was found.
 from __future__ import annotations
 
 from kreplica.conformance.bridge.backoff import (
+    FetcherView,
     answer_violations,
     backoff_violations,
     fetcher_view,
@@ -22,7 +24,8 @@ from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
 from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.lag_times import shrink_violations
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
-from kreplica.conformance.bridge.recorder import Args, Recorder
+from kreplica.conformance.bridge.recorder import Args, Event, Recorder
+from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import (
     FetchRequest,
     FetchResponse,
@@ -96,50 +99,79 @@ class SpecRecorder(Recorder):
 
 def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Violation | None:
     """Apply one step through the recorder; the first violation it shows, if any (with
-    `invariants` False, only exceptions count).
+    `invariants` False, only exceptions count): the spec's invariants after each spec action
+    (and no idle fetcher after a LeaderAndIsr), then Kafka's timing rules (`backoff`,
+    `lag_times`), then the client's answers and requests (`client_answers`).
 
     An exception from the simulator is a finding too: it is reported as IMPLEMENTATION_ERROR.
     """
-    before = before_step = recorder.state
-    cluster = recorder.cluster
-    fetcher = answer = None
-    if isinstance(step, DoWork):
-        fetcher = fetcher_view(cluster, step.broker, step.source)
-    elif isinstance(step, Deliver) and step.dst not in (CLIENT, CONTROLLER):
-        envelope = cluster.network.peek((step.src, step.dst), step.index)
-        if envelope is not None and isinstance(envelope.payload, FetchResponse):
-            answer = envelope.payload
-            fetcher = fetcher_view(cluster, step.dst, step.src)
+    before = recorder.state
+    fetcher, answer = _fetcher_before(recorder.cluster, step)
     try:
         events = recorder.apply(step)
     except Exception as err:
         return IMPLEMENTATION_ERROR, f"{type(err).__name__}: {err}"
     if not invariants:
         return None
+    found = (
+        _event_violations(recorder, events, before)
+        or _timing_violations(recorder, step, before, fetcher, answer)
+        or _client_violations(recorder)
+    )
+    return found[0] if found else None
+
+
+def _fetcher_before(
+    cluster: Cluster, step: Step
+) -> tuple[FetcherView | None, FetchResponse | None]:
+    """The fetcher a step works or answers, as it stands before the step, and the FETCH
+    answer the step delivers to it, if it delivers one."""
+    if isinstance(step, DoWork):
+        return fetcher_view(cluster, step.broker, step.source), None
+    if isinstance(step, Deliver) and step.dst not in (CLIENT, CONTROLLER):
+        envelope = cluster.network.peek((step.src, step.dst), step.index)
+        if envelope is not None and isinstance(envelope.payload, FetchResponse):
+            return fetcher_view(cluster, step.dst, step.src), envelope.payload
+    return None, None
+
+
+def _event_violations(recorder: Recorder, events: list[Event], before: State) -> list[Violation]:
+    """The invariants after each spec action the step performed (`checked_violations`), and
+    no idle fetcher after a LeaderAndIsr."""
     for event in events:
         found = checked_violations(event.state, before)
         if event.action == "BecomeLeaderOrFollower":
             found += idle_fetcher_violations(recorder.cluster, int(event.args["replica"]))
         if found:
-            return found[0]
+            return found
         before = event.state
-    r = recorder
-    backoff = cluster.config.replica_fetch_backoff_ms
+    return []
+
+
+def _timing_violations(
+    recorder: Recorder,
+    step: Step,
+    before: State,
+    fetcher: FetcherView | None,
+    answer: FetchResponse | None,
+) -> list[Violation]:
+    """Kafka's timing rules on the simulated clock: a fetcher iteration's or a FETCH answer's
+    back-off (`backoff`), an ISR shrink's lag time (`lag_times`)."""
+    cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
     if isinstance(step, DoWork):
         after = fetcher_view(cluster, step.broker, step.source)
-        late = backoff_violations(fetcher, after, [e.payload for e in r.sent], backoff)
-        if late:
-            return late[0]
-    if answer is not None and isinstance(step, Deliver):
-        after = fetcher_view(cluster, step.dst, step.src)
-        late = answer_violations(fetcher, after, answer, backoff)
-        if late:
-            return late[0]
+        return backoff_violations(fetcher, after, [e.payload for e in recorder.sent], backoff)
+    if isinstance(step, Deliver) and answer is not None:
+        return answer_violations(
+            fetcher, fetcher_view(cluster, step.dst, step.src), answer, backoff
+        )
     if isinstance(step, ShrinkIsr):
-        now = r.cluster.clock.now_ms
-        shrink = shrink_violations(r.lag_times, step.broker, before_step, r.state, now)
-        if shrink:
-            return shrink[0]
-    answers = client_answer_violations(r.cluster, r.tp, r.sent, r.state, r.arrivals)
-    answers += held_request_violations(r.cluster, r.state, r.arrivals, r.answered, r.arrived)
-    return answers[0] if answers else None
+        now = cluster.clock.now_ms
+        return shrink_violations(recorder.lag_times, step.broker, before, recorder.state, now)
+    return []
+
+
+def _client_violations(r: Recorder) -> list[Violation]:
+    """The answers the step sent to the client, and the client's requests held too long."""
+    found = client_answer_violations(r.cluster, r.tp, r.sent, r.state, r.arrivals)
+    return found + held_request_violations(r.cluster, r.state, r.arrivals, r.answered, r.arrived)
