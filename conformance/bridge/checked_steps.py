@@ -116,7 +116,7 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
     found = (
         _event_violations(recorder, events, before)
         or _timing_violations(recorder, step, before, fetcher, answer)
-        or _client_violations(recorder)
+        or client_violations(recorder)
     )
     return found[0] if found else None
 
@@ -171,7 +171,7 @@ def _timing_violations(
     return []
 
 
-def _client_violations(r: Recorder) -> list[Violation]:
+def client_violations(r: Recorder) -> list[Violation]:
     """The answers the step sent to the client, and the client's requests held too long."""
     found = client_answer_violations(r.cluster, r.tp, r.sent, r.state, r.arrivals)
     return found + held_request_violations(r.cluster, r.state, r.arrivals, r.answered, r.arrived)

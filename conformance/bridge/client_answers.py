@@ -147,11 +147,9 @@ def _readable_bytes(offset: int, max_bytes: int, b: int, s: State) -> int | None
     """What ReplicaManager.fetchMessages reads for a consumer at broker b: the bytes of the
     records below the HW, at least one record (minOneMessage) and else at most max_bytes;
     None for a read that fails (not the leader, an offset out of range)."""
-    hw = s["hw"][b - 1]
-    if not _leads(s, b) or not LOG_START_OFFSET <= offset <= len(s["log"][b - 1]):
+    if _read_error(offset, b, s) is not Errors.NONE:
         return None
-    count = min(max(0, hw - offset), max(1, max_bytes // RECORD_SIZE_BYTES))
-    return int(count * RECORD_SIZE_BYTES)
+    return _read_count(offset, max_bytes, s["hw"][b - 1]) * RECORD_SIZE_BYTES
 
 
 def _produce_ready(records: tuple[int, ...], b: int, s: State) -> bool:
@@ -336,13 +334,8 @@ def _fetch(
     [part] = answer.partitions
     if part.tp != asked.tp or asked.tp != tp:
         return f"FETCH of {asked.tp} answered for {part.tp}"
-    hw, leo, offset = s["hw"][b - 1], len(s["log"][b - 1]), asked.fetch_offset
-    if not _leads(s, b):
-        expected_error = Errors.NOT_LEADER_OR_FOLLOWER
-    elif not LOG_START_OFFSET <= offset <= leo:
-        expected_error = Errors.OFFSET_OUT_OF_RANGE
-    else:
-        expected_error = Errors.NONE
+    hw, offset = s["hw"][b - 1], asked.fetch_offset
+    expected_error = _read_error(offset, b, s)
     if part.error is not expected_error:
         return f"FETCH at {offset} answered {part.error.name}, expected {expected_error.name}"
     # the HW, the last stable offset (the HW: no transactions) and the log start; Kafka's
@@ -354,7 +347,7 @@ def _fetch(
         return f"FETCH answered {name} with (HW, LSO, log start) {offsets}, expected {leader}"
     if part.error is not Errors.NONE:
         return None if not part.records else f"FETCH answered {part.error.name} with records"
-    count = min(max(0, hw - offset), max(1, asked.max_bytes // RECORD_SIZE_BYTES))
+    count = _read_count(offset, asked.max_bytes, hw)
     expected = [
         (offset + i, e["epoch"], e["record"])
         for i, e in enumerate(s["log"][b - 1][offset : offset + count])
@@ -363,6 +356,22 @@ def _fetch(
     if got != expected:
         return f"FETCH at {offset} (HW {hw}) answered records {got}, expected {expected}"
     return None
+
+
+def _read_error(offset: int, b: int, s: State) -> Errors:
+    """The error of a consumer's read at broker b (ReplicaManager.readFromLocalLog): not the
+    leader, an offset outside [log start, LEO], or none."""
+    if not _leads(s, b):
+        return Errors.NOT_LEADER_OR_FOLLOWER
+    if not LOG_START_OFFSET <= offset <= len(s["log"][b - 1]):
+        return Errors.OFFSET_OUT_OF_RANGE
+    return Errors.NONE
+
+
+def _read_count(offset: int, max_bytes: int, hw: int) -> int:
+    """How many records a consumer's read from `offset` returns: those below the HW, at most
+    max_bytes of them but at least one (minOneMessage)."""
+    return min(max(0, hw - offset), max(1, max_bytes // RECORD_SIZE_BYTES))
 
 
 def _fetch_ready(request: FetchRequest, offset: int, max_bytes: int, b: int, s: State) -> bool:

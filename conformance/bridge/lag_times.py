@@ -55,10 +55,7 @@ class LagTimes:
         makeLeader of a new leader."""
         for r in self.replicas:
             if r in s["alive"] and s["leader"][r - 1] == r:
-                for f in self.replicas:
-                    if f != r:
-                        caught_up = now_ms if f in s["isr"][r - 1] else 0
-                        self.times[(r, f)] = FollowerTimes(caught_up, UNKNOWN_OFFSET, 0)
+                self._make_leader(r, s["isr"][r - 1], len(s["log"][r - 1]), now_ms, True)
 
     def observe(
         self,
@@ -87,14 +84,19 @@ class LagTimes:
         if not leads or not new_epoch:
             return
         is_new_leader = before["leader"][i] != r
-        epoch_start = len(after["log"][i])
+        self._make_leader(r, after["isr"][i], len(after["log"][i]), now_ms, is_new_leader)
+
+    def _make_leader(
+        self, r: int, isr: frozenset[int], epoch_start: int, now_ms: int, is_new_leader: bool
+    ) -> None:
+        """resetLastCaughtUpTime of every follower of r: caught up now if in the ISR, else at
+        0; a new leader also forgets their fetches (updateFetchState with unknown offsets at
+        time 0)."""
         for f in self.replicas:
             if f != r:
-                caught_up = now_ms if f in after["isr"][i] else 0
-                times = FollowerTimes(caught_up, epoch_start, now_ms)
-                if is_new_leader:
-                    times = FollowerTimes(caught_up, UNKNOWN_OFFSET, 0)
-                self.times[(r, f)] = times
+                caught_up = now_ms if f in isr else 0
+                last_fetch = (UNKNOWN_OFFSET, 0) if is_new_leader else (epoch_start, now_ms)
+                self.times[(r, f)] = FollowerTimes(caught_up, *last_fetch)
 
     def _fetch(self, leader: int, follower: int, offset: int, leader_leo: int, now: int) -> None:
         """Replica.updateFetchState (R10): caught up now if the fetch reached the leader's LEO,

@@ -23,11 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder
-from kreplica.conformance.bridge.client_answers import (
-    client_answer_violations,
-    held_request_violations,
-)
+from kreplica.conformance.bridge.checked_steps import SpecRecorder, client_violations
 from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.projection import State, delivered_to_running
 from kreplica.conformance.bridge.recorder import Event, Recorder
@@ -247,11 +243,7 @@ class Replayer:
     def _judge_answers(self) -> None:
         """Keep the first wrong answer the last step sent to the client, if any."""
         if not self.wrong_answers:
-            r = self.recorder
-            self.wrong_answers = (
-                client_answer_violations(r.cluster, r.tp, r.sent, r.state, r.arrivals)
-                + held_request_violations(r.cluster, r.state, r.arrivals, r.answered, r.arrived)
-            )[:1]
+            self.wrong_answers = client_violations(self.recorder)[:1]
 
     def _apply_done(self, event: Event) -> Event:
         self.queued = self._pending
