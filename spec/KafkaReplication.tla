@@ -5,10 +5,12 @@
 (* truncation, and the acks=-1 commit rule, as in Kafka 2.6.               *)
 (*                                                                         *)
 (* Offsets are 0-based: the record at offset o is log[r][o + 1], and       *)
-(* LEO(r) = Len(log[r]).  Rule numbers (R1..R17) and scenarios (S1..S13)   *)
-(* are explained in docs/kafka-rules.md.  Every action is one step of the  *)
-(* implementation (kreplica.impl); its name and arguments are recorded in  *)
-(* the variable `action`, which traces carry as each state's #meta.        *)
+(* LEO(r) = Len(log[r]).  The offsets below a log's start offset hold the  *)
+(* entry Deleted, so LogStart(r) counts them.  Rule numbers (R1..R17) and  *)
+(* scenarios (S1..S14) are explained in docs/kafka-rules.md.  Every action *)
+(* is one step of the implementation (kreplica.impl); its name and         *)
+(* arguments are recorded in the variable `action`, which traces carry as  *)
+(* each state's #meta.                                                     *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
 
@@ -42,7 +44,9 @@ CONSTANTS
     \* @type: Bool;
     DuplicatingNetwork,   \* may the network deliver a message more than once?
     \* @type: Bool;
-    FireAndForget         \* may producers also send acks=0 (no answer at all)?
+    FireAndForget,        \* may producers also send acks=0 (no answer at all)?
+    \* @type: Bool;
+    RecordDeletion        \* may clients delete records below the HW (DeleteRecords)?
 
 ASSUME Truncation \in {"kip279", "kip101", "hw"}
 ASSUME Election \in {"clean", "unclean"}
@@ -57,6 +61,8 @@ NotHosted == -2    \* leaderEpoch of a broker that hosts no Partition (stopped, 
                    \* and reached by no LeaderAndIsr since)
 Undefined == -1    \* UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
 Controller == 0    \* the sender of LeaderAndIsr
+Deleted == [epoch |-> Undefined, record |-> 0]
+                   \* the entry at an offset below a log's start offset: its record is gone
 
 (* @typeAlias: ENTRY = {epoch: Int, record: Int};                          *)
 (* @typeAlias: CACHEENTRY = {epoch: Int, startOffset: Int};                *)
@@ -64,7 +70,7 @@ Controller == 0    \* the sender of LeaderAndIsr
 (* Requests carry the sender's incarnation `inc` (the life of the connection *)
 (* their answer travels on):                                                *)
 (*   FetchRequest{src,dst,inc,epoch,offset}                                 *)
-(*   FetchResponse{src,dst,epoch,offset,error,entries,hw}                   *)
+(*   FetchResponse{src,dst,epoch,offset,error,entries,hw,logStart}          *)
 (*   OffsetsForLeaderEpochRequest{src,dst,inc,epoch,requested}              *)
 (*   OffsetsForLeaderEpochResponse{src,dst,epoch,requested,error,           *)
 (*                                 leaderEpoch,endOffset}                   *)
@@ -75,7 +81,8 @@ Controller == 0    \* the sender of LeaderAndIsr
 VARIABLES
     \* --- per replica (the broker's Log, LeaderEpochFileCache and Partition) ---
     \* @type: Int -> Seq(ENTRY);
-    log,            \* the replica's log: one entry (epoch, record id) per offset
+    log,            \* the replica's log: one entry (epoch, record id) per offset, Deleted
+                    \* below its log start offset (checkpointed: survives a crash)
     \* @type: Int -> Int;
     hw,             \* its high watermark (checkpointed: survives a crash)
     \* @type: Int -> Seq(CACHEENTRY);
@@ -141,11 +148,22 @@ View == <<replicaVars, clusterVars, historyVars>>
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 Max(S) == CHOOSE x \in S : \A y \in S : x >= y
 Min2(a, b) == IF a <= b THEN a ELSE b
+Max2(a, b) == IF a >= b THEN a ELSE b
 
 LEO(r) == Len(log[r])
 Prefix(s, n) == SubSeq(s, 1, n)
-IsPrefix(s, t) == Len(s) <= Len(t) /\ s = Prefix(t, Len(s))
-RecordsOf(r) == {log[r][i].record : i \in DOMAIN log[r]}
+RecordsOf(r) == {log[r][i].record : i \in DOMAIN log[r]} \ {Deleted.record}
+
+\* Log.logStartOffset: the first offset whose record is still in the log.
+LogStart(r) ==
+    LET kept == {i \in DOMAIN log[r] : log[r][i] # Deleted}
+    IN  IF kept = {} THEN LEO(r) ELSE Min(kept) - 1
+
+\* Sequence s with every entry below offset `start` deleted.
+DeleteBelow(s, start) == [i \in DOMAIN s |-> IF i <= start THEN Deleted ELSE s[i]]
+
+\* Two logs agree on their first n offsets wherever both still hold a record.
+Agree(s, t, n) == \A i \in 1..n : s[i] = t[i] \/ Deleted \in {s[i], t[i]}
 Act(name, args) == action' = [name |-> name, args |-> args]
 
 LatestEpoch(r) ==
@@ -160,6 +178,14 @@ Assign(cache, e, start) ==
 
 \* LeaderEpochFileCache.truncateFromEnd (R4).
 TruncateFromEnd(cache, off) == SelectSeq(cache, LAMBDA c: c.startOffset < off)
+
+\* LeaderEpochFileCache.truncateFromStart (R4): the epochs that start at or
+\* below `off` go, but the last of them, which now starts at `off`.
+TruncateFromStart(cache, off) ==
+    LET below == {i \in DOMAIN cache : cache[i].startOffset <= off}
+    IN  IF below = {} THEN cache
+        ELSE <<[epoch |-> cache[Max(below)].epoch, startOffset |-> off]>>
+                \o SubSeq(cache, Max(below) + 1, Len(cache))
 
 \* Assign the epoch of every batch a follower appends at offsets from..
 RECURSIVE AssignAll(_, _, _)
@@ -229,7 +255,8 @@ CatchingUp(l, rl, is) == {f \in Replicas \ (is \cup {l}) : rl[l][f] >= 0}
 NewHws(l, lg, rl, is) == {NewHw(l, lg, rl, is \cup c) : c \in SUBSET CatchingUp(l, rl, is)}
 
 \* What consumers may read below leader l's HW once it is newHw.
-Exposed(l, lg, newHw) == {<<o, lg[l][o + 1].record>> : o \in 0..(newHw - 1)}
+Exposed(l, lg, newHw) ==
+    {<<o, lg[l][o + 1].record>> : o \in {o \in 0..(newHw - 1) : lg[l][o + 1] # Deleted}}
 
 \* DelayedProduce.tryComplete for every produce waiting on leader l (R14):
 \* done once the HW passes the record; acked only if the ISR is large enough.
@@ -255,7 +282,18 @@ Truncate(r, to, cause) ==
          /\ hw' = [hw EXCEPT ![r] = Min2(@, to)]
          /\ recoveryPoint' = [recoveryPoint EXCEPT ![r] = Min2(@, to)]
          /\ removed' = removed \cup {[replica |-> r, record |-> log[r][i].record,
-                                      cause |-> cause] : i \in (to + 1)..LEO(r)}
+                                      cause |-> cause] : i \in {i \in (to + 1)..LEO(r) :
+                                                                log[r][i] # Deleted}}
+
+\* Log.truncateFullyAndStartAt: follower f drops its whole log and starts it
+\* empty at `start` (above its LEO), HW and recovery point there too; the
+\* epoch cache is cleared.  The records it dropped were deleted on the leader.
+TruncateFullyAndStartAt(f, start) ==
+    /\ log' = [log EXCEPT ![f] = [i \in 1..start |-> Deleted]]
+    /\ epochCache' = [epochCache EXCEPT ![f] = <<>>]
+    /\ hw' = [hw EXCEPT ![f] = start]
+    /\ recoveryPoint' = [recoveryPoint EXCEPT ![f] = start]
+    /\ UNCHANGED removed
 
 \* The answers to a fetcher's requests (requests carry `inc`, answers do not).
 Responses == {"FetchResponse", "OffsetsForLeaderEpochResponse", "ListOffsetsResponse"}
@@ -400,6 +438,23 @@ ExpireDelayedProduce(p) ==
     /\ UNCHANGED <<replicaVars, clusterVars, nextRecord, acked, committed, crashes,
                    uncleanShutdowns, removed>>
 
+\* ReplicaManager.deleteRecords -> Partition.deleteRecordsOnLeader (R4): a client
+\* deletes the records below `offset`, at most the HW, on leader l; its log
+\* start offset moves up (Log.maybeIncrementLogStartOffset, a no-op at or below
+\* it), and its epoch cache forgets the epochs before it.  Followers learn the
+\* new log start offset from their fetches.
+DeleteRecords(l, offset) ==
+    /\ RecordDeletion
+    /\ l \in alive /\ leader[l] = l
+    /\ offset \in 0..hw[l]
+    /\ Act("DeleteRecords", [replica |-> l, offset |-> offset])
+    /\ IF offset > LogStart(l)
+       THEN /\ log' = [log EXCEPT ![l] = DeleteBelow(@, offset)]
+            /\ epochCache' = [epochCache EXCEPT ![l] = TruncateFromStart(@, offset)]
+       ELSE UNCHANGED <<log, epochCache>>
+    /\ UNCHANGED <<hw, recoveryPoint, leaderEpoch, leader, fetchState, isr, remoteLeo,
+                   clusterVars, historyVars, removed>>
+
 -----------------------------------------------------------------------------
 (* Replication: the fetch path *)
 
@@ -416,7 +471,8 @@ FollowerSendFetch(f) ==
 
 \* ReplicaManager.fetchMessages for a follower (R15, R1, R10, R11, R13): record
 \* the follower's LEO, maybe add it to the ISR, maybe advance the HW, and send
-\* back the records from its fetch offset with the HW as it was BEFORE this fetch.
+\* back the records from its fetch offset with the HW as it was BEFORE this fetch,
+\* and the log start offset.  An offset outside [log start, LEO] is OFFSET_OUT_OF_RANGE.
 LeaderHandleFetch(m) ==
     /\ m \in msgs /\ m.type = "FetchRequest" /\ m.dst \in alive
     /\ LET l == m.dst
@@ -425,10 +481,11 @@ LeaderHandleFetch(m) ==
            response(e, entries) ==
                [type |-> "FetchResponse", src |-> l, dst |-> f, epoch |-> m.epoch,
                 offset |-> m.offset, error |-> e, entries |-> entries,
-                hw |-> IF e = "NONE" THEN hw[l] ELSE Undefined]   \* no HW with an error
+                hw |-> IF e = "NONE" THEN hw[l] ELSE Undefined,   \* no HW with an error
+                logStart |-> IF e = "NONE" THEN LogStart(l) ELSE Undefined]
        IN
        /\ Act("LeaderHandleFetch", [replica |-> l, follower |-> f, offset |-> m.offset])
-       /\ IF err = "NONE" /\ m.offset <= LEO(l)
+       /\ IF err = "NONE" /\ LogStart(l) <= m.offset /\ m.offset <= LEO(l)
           THEN LET rl == [remoteLeo EXCEPT ![l][f] = m.offset]
                    expand == /\ f \notin isr[l]
                              /\ m.offset >= hw[l]
@@ -450,7 +507,8 @@ LeaderHandleFetch(m) ==
                               historyVars, removed>>
 
 \* AbstractFetcherThread.processFetchRequest (R8): follower f appends what its
-\* leader sent and sets HW = min(leader HW, own LEO); on OFFSET_OUT_OF_RANGE it
+\* leader sent, sets HW = min(leader HW, own LEO) (never below its log start),
+\* and raises its log start offset to the leader's; on OFFSET_OUT_OF_RANGE it
 \* asks the leader for its LEO (R9).  A response that no longer matches the
 \* fetcher's state is ignored.
 FollowerHandleFetchResponse(m) ==
@@ -458,7 +516,10 @@ FollowerHandleFetchResponse(m) ==
     /\ LET f == m.dst
            current == /\ fetchState[f] = "Fetching" /\ leader[f] = m.src
                       /\ leaderEpoch[f] = m.epoch /\ m.offset = LEO(f)
-           newLog == log[f] \o m.entries
+           appended == log[f] \o m.entries
+           raise == current /\ m.error = "NONE" /\ m.logStart > LogStart(f)
+           newLog == IF raise THEN DeleteBelow(appended, m.logStart) ELSE appended
+           cache == AssignAll(epochCache[f], m.entries, m.offset)
        IN
        /\ Act("FollowerHandleFetchResponse", [replica |-> f, leader |-> m.src])
        /\ IF current /\ m.error = "OFFSET_OUT_OF_RANGE"
@@ -466,9 +527,11 @@ FollowerHandleFetchResponse(m) ==
           ELSE Consume(m)
        /\ CASE current /\ m.error = "NONE" ->
                  /\ log' = [log EXCEPT ![f] = newLog]
-                 /\ epochCache' = [epochCache EXCEPT ![f] = AssignAll(@, m.entries, m.offset)]
+                 /\ epochCache' = [epochCache EXCEPT ![f] =
+                                      IF raise THEN TruncateFromStart(cache, m.logStart)
+                                      ELSE cache]
                  /\ hw' = [hw EXCEPT ![f] = IF "hw-not-clamped" \in Bugs THEN m.hw
-                                            ELSE Min2(m.hw, Len(newLog))]
+                                            ELSE Max2(LogStart(f), Min2(m.hw, Len(newLog)))]
                  /\ UNCHANGED <<recoveryPoint, leaderEpoch, leader, fetchState, isr,
                                 remoteLeo, removed>>
             [] current /\ m.error = "FENCED_LEADER_EPOCH" ->   \* R7: mark failed
@@ -480,13 +543,12 @@ FollowerHandleFetchResponse(m) ==
        /\ UNCHANGED <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
 \* ReplicaManager.fetchOffsetForTimestamp (ListOffsets) for a follower (R9, R1):
-\* the leader answers LATEST with its LEO and EARLIEST with its log start
-\* offset (not modelled: always 0).
+\* the leader answers LATEST with its LEO and EARLIEST with its log start offset.
 LeaderHandleListOffsets(m) ==
     /\ m \in msgs /\ m.type = "ListOffsetsRequest" /\ m.dst \in alive
     /\ LET l == m.dst
            err == RequestError(l, m.epoch)
-           offset == IF m.timestamp = "LATEST" THEN LEO(l) ELSE 0
+           offset == IF m.timestamp = "LATEST" THEN LEO(l) ELSE LogStart(l)
        IN  /\ Reply(m, [type |-> "ListOffsetsResponse", src |-> l, dst |-> m.src,
                         epoch |-> m.epoch, error |-> err, timestamp |-> m.timestamp,
                         offset |-> IF err = "NONE" THEN offset ELSE Undefined])
@@ -497,13 +559,15 @@ LeaderHandleListOffsets(m) ==
 \* calls Kafka makes inside handleOutOfRangeError: a follower whose log is
 \* longer than its leader's LEO truncates to it; otherwise it asks for the
 \* leader's log start offset, and fetches from the larger of that and its own
-\* LEO (the log start offset is not modelled: it stays 0, so from its own LEO).
+\* LEO: when the leader's log starts above its LEO, it drops its whole log and
+\* starts it there (truncateFullyAndStartAt).
 FollowerHandleListOffsetsResponse(m) ==
     /\ m \in msgs /\ m.type = "ListOffsetsResponse" /\ m.dst \in alive
     /\ LET f == m.dst
            current == /\ fetchState[f] = "Fetching" /\ leader[f] = m.src
                       /\ leaderEpoch[f] = m.epoch
            latest == current /\ m.error = "NONE" /\ m.timestamp = "LATEST"
+           earliest == current /\ m.error = "NONE" /\ m.timestamp = "EARLIEST"
        IN
        /\ Act("FollowerHandleListOffsetsResponse", [replica |-> f, leader |-> m.src])
        /\ IF latest /\ m.offset >= LEO(f)
@@ -512,10 +576,13 @@ FollowerHandleListOffsetsResponse(m) ==
        /\ CASE latest ->
                  /\ Truncate(f, m.offset, "truncation")
                  /\ UNCHANGED fetchState
+            [] earliest /\ m.offset > LEO(f) ->
+                 /\ TruncateFullyAndStartAt(f, m.offset)
+                 /\ UNCHANGED fetchState
             [] current /\ m.error = "FENCED_LEADER_EPOCH" ->
                  /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
-            [] OTHER ->   \* EARLIEST (log start 0: nothing to do), stale, or an error
+            [] OTHER ->   \* EARLIEST at or below the LEO (nothing to do), stale, or an error
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
        /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader,
                       ctrlEpoch, ctrlIsr, historyVars>>
@@ -750,16 +817,17 @@ Crash(r) ==
     /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, incarnation, ctrlLive, ctrlLeader,
                    ctrlEpoch, ctrlIsr, nextRecord, acked, committed, uncleanShutdowns, removed>>
 
-\* A power loss: the log keeps only what was flushed (below the recovery point);
-\* log recovery trims the epoch cache and the HW to match.  Like the Log
+\* A power loss: the log keeps only what was flushed (below the recovery point,
+\* or its log start offset, which is checkpointed); log recovery trims the epoch
+\* cache and the HW to match.  Like the Log
 \* constructor (truncateFromEnd), it drops every epoch that starts at or past
 \* the LEO, also when the whole log was flushed.
 UncleanShutdown(r) ==
     /\ r \in alive /\ uncleanShutdowns < MaxUncleanShutdowns
     /\ uncleanShutdowns' = uncleanShutdowns + 1
     /\ StopReplica(r)
-    /\ IF recoveryPoint[r] < LEO(r)
-       THEN Truncate(r, recoveryPoint[r], "unclean-shutdown")
+    /\ IF Max2(recoveryPoint[r], LogStart(r)) < LEO(r)
+       THEN Truncate(r, Max2(recoveryPoint[r], LogStart(r)), "unclean-shutdown")
        ELSE /\ epochCache' = [epochCache EXCEPT ![r] = TruncateFromEnd(@, LEO(r))]
             /\ hw' = [hw EXCEPT ![r] = Min2(@, LEO(r))]
             /\ UNCHANGED <<log, recoveryPoint, removed>>
@@ -834,6 +902,7 @@ Next ==
           \/ Restart(r)
           \/ Flush(r)
           \/ \E out \in SUBSET Replicas : LeaderShrinkIsr(r, out)
+          \/ \E offset \in 0..MaxRecords : DeleteRecords(r, offset)
     \/ \E m \in msgs :
           \/ LeaderHandleFetch(m)
           \/ FollowerHandleFetchResponse(m)
@@ -891,7 +960,7 @@ FairSpec == Spec /\ Fairness
 (* Properties, each named for what it protects *)
 
 States == {"Idle", "Truncating", "Fetching", "Failed"}
-Entry == [epoch : 0..MaxEpoch, record : 1..MaxRecords]
+Entry == [epoch : 0..MaxEpoch, record : 1..MaxRecords] \cup {Deleted}
 
 TypeOK ==
     /\ \A r \in Replicas :
@@ -917,34 +986,45 @@ InOffice(l) == l \in alive /\ l = ctrlLeader /\ leader[l] = l /\ leaderEpoch[l] 
 \* HW <= LEO on every replica.
 HighWatermarkWithinLog == \A r \in Replicas : hw[r] <= LEO(r)
 
-\* A record acknowledged to a producer is in the log of the leader in office.
-AckedRecordsNeverLost == \A l \in Replicas : InOffice(l) => acked \subseteq RecordsOf(l)
+\* A client deleted the record at offset o: it is below some replica's log start
+\* offset.  Kafka keeps no copy of such a record, only the promise that no
+\* offset is read as two records (ConsistentReads).
+DeletedOffset(o) == \E r \in Replicas : o < LogStart(r)
+
+\* Replica r holds committed record c at its offset, unless a client deleted it.
+HoldsCommitted(r, c) ==
+    DeletedOffset(c[1]) \/ (c[1] < LEO(r) /\ log[r][c[1] + 1].record = c[2])
+
+\* A record acknowledged to a producer is in the log of the leader in office,
+\* unless a client deleted it.
+AckedRecordsNeverLost ==
+    \A l \in Replicas : InOffice(l) =>
+        \A rec \in acked :
+            rec \in RecordsOf(l) \/ \E c \in committed : c[2] = rec /\ DeletedOffset(c[1])
 
 \* Every ISR member holds every committed record at its offset ("strong ISR").
-CommittedRecordsOnIsr ==
-    \A r \in ctrlIsr : \A c \in committed :
-        c[1] < LEO(r) /\ log[r][c[1] + 1].record = c[2]
+CommittedRecordsOnIsr == \A r \in ctrlIsr : \A c \in committed : HoldsCommitted(r, c)
 
 \* A record a consumer read below a HW is never changed: no offset is ever
 \* committed with two records, and the leader in office still holds them all.
 ConsistentReads ==
     /\ \A a, b \in committed : a[1] = b[1] => a[2] = b[2]
-    /\ \A l \in Replicas : InOffice(l) =>
-          \A c \in committed : c[1] < LEO(l) /\ log[l][c[1] + 1].record = c[2]
+    /\ \A l \in Replicas : InOffice(l) => \A c \in committed : HoldsCommitted(l, c)
 
-\* Two logs that agree on the epoch at an offset agree on the whole prefix.
+\* Two logs that agree on the epoch at an offset agree on the whole prefix,
+\* wherever both still hold a record.
 LogMatching ==
     \A r1, r2 \in Replicas :
         \A o \in 0..(Min2(LEO(r1), LEO(r2)) - 1) :
             log[r1][o + 1].epoch = log[r2][o + 1].epoch
-                => Prefix(log[r1], o + 1) = Prefix(log[r2], o + 1)
+                => Agree(log[r1], log[r2], o + 1)
 
 \* Once truncation is done, a follower's log is a prefix of its leader's.
 FollowersMatchLeader ==
     \A f, l \in Replicas :
         (/\ f # l /\ {f, l} \subseteq alive /\ fetchState[f] = "Fetching"
          /\ leader[f] = l /\ leader[l] = l /\ leaderEpoch[f] = leaderEpoch[l])
-            => IsPrefix(log[f], log[l])
+            => LEO(f) <= LEO(l) /\ Agree(log[f], log[l], LEO(f))
 
 \* The epoch cache is ordered: epochs rise, start offsets do not fall.
 EpochCacheOrdered ==
@@ -975,6 +1055,12 @@ NeverLostToUncleanShutdown == \A x \in removed : x.cause # "unclean-shutdown"
 \* past its leader's LEO.
 NeverResetOutOfRange == action.name # "FollowerHandleListOffsetsResponse"
 
+\* No follower has dropped its whole log to start at its leader's log start
+\* offset (R9): none fell behind records a client deleted.
+NeverStartedAtLeaderLogStart ==
+    ~(action.name = "FollowerHandleListOffsetsResponse"
+      /\ \E r \in Replicas : LEO(r) > 0 /\ LogStart(r) = LEO(r) /\ epochCache[r] = <<>>)
+
 \* No running broker hosts a Partition without a leader epoch (a restarted broker
 \* whose first LeaderAndIsr names no leader does).
 NeverHostedWithoutEpoch == \A r \in alive : leaderEpoch[r] # NoEpoch
@@ -983,7 +1069,7 @@ NeverHostedWithoutEpoch == \A r \in alive : leaderEpoch[r] # NoEpoch
 (* Liveness (under FairSpec), each named for the progress it protects *)
 
 \* The controller's leader runs, leads at the controller's epoch, and every
-\* replica holds its log and HW.
+\* replica holds its log and HW (the liveness configs delete no records).
 Replicated ==
     /\ ctrlLeader \in alive
     /\ leader[ctrlLeader] = ctrlLeader /\ leaderEpoch[ctrlLeader] = ctrlEpoch

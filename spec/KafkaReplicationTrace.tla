@@ -154,6 +154,7 @@ LoggedAction(ev) ==
     /\ CASE ev.e \in ReplicaActions -> ReplicaAction(ev.e, ev.a.replica)
          [] ev.e = "Produce" -> Produce(ev.a.replica, ev.a.acks)
          [] ev.e = "LeaderShrinkIsr" -> LeaderShrinkIsr(ev.a.replica, ev.a.followers)
+         [] ev.e = "DeleteRecords" -> DeleteRecords(ev.a.replica, ev.a.offset)
          [] ev.e = "ExpireDelayedProduce" ->
                 \E p \in {p \in pending : p.replica = ev.a.replica /\ p.record = ev.a.record} :
                     ExpireDelayedProduce(p)

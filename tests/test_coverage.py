@@ -63,6 +63,7 @@ CONSTANTS
     LossyNetwork = FALSE
     DuplicatingNetwork = FALSE
     FireAndForget = FALSE
+    RecordDeletion = FALSE
 INIT Init
 NEXT Next
 VIEW View

@@ -78,13 +78,28 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_the_corpus_has_duplicates_acks_0_and_partitions(corpus: Path) -> None:
+def started_at_log_start(trace: dict[str, Any]) -> bool:
+    """Some follower dropped its log to start it at its leader's log start offset (R9): after
+    a FollowerHandleListOffsetsResponse its log holds nothing but deleted offsets."""
+    for state in trace["states"]:
+        if state["#meta"].get("action") == "FollowerHandleListOffsetsResponse":
+            f = state["#meta"]["args"]["replica"]
+            log = state["log"][f - 1]
+            if log and all(entry["record"] == 0 for entry in log):
+                return True
+    return False
+
+
+def test_the_corpus_has_duplicates_acks_0_partitions_and_deletions(corpus: Path) -> None:
     """The campaign exercises what the random walks do not."""
     found = traces(corpus)
     assert len(found) >= 30
     assert all("isolate" in t["#meta"]["faults"] for t in found)
     assert any(fired_and_forgot(t) for t in found)
     assert any(copy_stayed(t) for t in found)
+    actions = {s["#meta"].get("action") for t in found for s in t["states"]}
+    assert {"DeleteRecords", "LeaderHandleListOffsets"} <= actions
+    assert any(started_at_log_start(t) for t in found)
 
 
 def test_every_fuzz_trace_conforms(corpus: Path, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ SPEC = resolve_spec_dir(None)
 def test_there_are_golden_traces() -> None:
     names = {p.name.removesuffix(".itf.json") for p in GOLDEN}
     assert {"S1_HwTruncation", "S2_HwDivergence", "S3_Kip101FastFailover"} <= names
-    assert {"S12_UncleanElection", "Acks1Loss", "FencingOff"} <= names
+    assert {"S12_UncleanElection", "Acks1Loss", "FencingOff", "S14_DeletedOffsetReread"} <= names
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name.removesuffix(".itf.json"))

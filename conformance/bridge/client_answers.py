@@ -16,14 +16,16 @@ Answers are judged by what the client cannot be told otherwise:
   a purgatory only while Kafka's DelayedProduce or DelayedFetch would (R14, R16), and no
   longer than its timeout (R17); a FETCH is not answered empty before its max_wait_ms.
 
-The log start offset is 0 throughout: the fuzzer never deletes records, and the projection has
-no log start offset (an open item of issue #14).
+The log start offset is the leader's `LogStart` (clients delete records, DeleteRecords): a
+read below it is OFFSET_OUT_OF_RANGE, LIST_OFFSETS EARLIEST answers it, and a PRODUCE's answer
+carries the one at its append (the recorder's `Arrival.log_start`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 
+from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.projection import CLIENT, State
 from kreplica.conformance.bridge.recorder import Arrival
 from kreplica.impl.cluster import Cluster
@@ -47,9 +49,6 @@ from kreplica.impl.network import Envelope
 NAME = "ClientAnswersMatchLeader"
 """The name a wrong answer to the client is reported under."""
 
-LOG_START_OFFSET = 0
-"""The log start offset of every replica in a fuzz run (no record is ever deleted)."""
-
 
 def client_answer_violations(
     cluster: Cluster,
@@ -71,7 +70,10 @@ def client_answer_violations(
             continue  # an answer to a request already answered (a duplicate)
         arrival = (arrivals or {}).get(correlation_id)
         waited = None if arrival is None else now - arrival.time_ms
-        reason = judge(request.request, envelope.payload, envelope.src, tp, s, cluster, waited)
+        start = None if arrival is None else arrival.log_start
+        reason = judge(
+            request.request, envelope.payload, envelope.src, tp, s, cluster, waited, start
+        )
         if reason is not None:
             found.append((NAME, f"broker {envelope.src}: {reason}"))
     return found
@@ -169,11 +171,15 @@ def judge(
     s: State,
     cluster: Cluster,
     waited_ms: int | None = None,
+    log_start: int | None = None,
 ) -> str | None:
     """Why `answer` from broker b to `request` is wrong in state s, or None if it is right
-    (`waited_ms`: how long the request has been at the broker, if known)."""
+    (`waited_ms`: how long the request has been at the broker, if known; `log_start`: b's
+    log start offset when the request arrived, if known)."""
     if isinstance(request, ProduceRequest) and isinstance(answer, ProduceResponse):
-        return _produce(request, answer, b, tp, s, cluster.brokers[b].config.min_insync_replicas)
+        start = log_start_of(s, b) if log_start is None else log_start
+        min_isr = cluster.brokers[b].config.min_insync_replicas
+        return _produce(request, answer, b, tp, s, min_isr, start)
     if isinstance(request, FetchRequest) and isinstance(answer, FetchResponse):
         wrong = _fetch(request, answer, b, tp, s)
         return wrong or _fetch_too_early(request, answer, b, s, waited_ms)
@@ -214,8 +220,10 @@ def _produce(
     tp: TopicPartition,
     s: State,
     min_isr: int,
+    log_start: int,
 ) -> str | None:
-    """ReplicaManager.appendRecords and DelayedProduce.onComplete, seen by the producer."""
+    """ReplicaManager.appendRecords and DelayedProduce.onComplete, seen by the producer
+    (`log_start`: the leader's log start offset at the append, which the answer carries)."""
     if request.acks == 0:
         return "an acks=0 PRODUCE was answered"
     asked = {p.tp: p.record_ids for p in request.partitions}
@@ -231,7 +239,7 @@ def _produce(
                 names += f" (the HW {s['hw'][b - 1]} has not passed it: only expiry answers, R14)"
             return f"PRODUCE of {records} answered {part.error.name}, expected {names}"
         fields = (part.base_offset, part.log_start_offset)
-        wrong = _produce_offsets(fields, part.error, records, ptp, b, tp, s)
+        wrong = _produce_offsets(fields, part.error, records, ptp, b, tp, s, log_start)
         if wrong is not None:
             return f"PRODUCE of {records} {wrong}"
         if part.error is Errors.NONE:
@@ -292,6 +300,7 @@ def _produce_offsets(
     b: int,
     tp: TopicPartition,
     s: State,
+    log_start: int,
 ) -> str | None:
     """Why the answer's (base offset, log start offset) are not Kafka's, or None. Kafka gives
     -1 for what a broker refused without a leader log of its own; the append's offset and the
@@ -300,7 +309,7 @@ def _produce_offsets(
     if error in (Errors.INVALID_REQUIRED_ACKS, Errors.INVALID_TOPIC_EXCEPTION) or ptp != tp:
         expected = [(-1, -1)]
     elif error is Errors.NOT_ENOUGH_REPLICAS:
-        expected = [(-1, LOG_START_OFFSET)]
+        expected = [(-1, log_start)]
     else:
         appended = _offset_of(s, b, records[0]) if records and b in s["alive"] else None
         if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION):
@@ -308,11 +317,11 @@ def _produce_offsets(
             # when its records may be truncated already
             expected = [(-1, -1)]
             if appended is not None:
-                expected.append((appended, LOG_START_OFFSET))
-            elif fields[0] >= 0 and fields[1] == LOG_START_OFFSET:
+                expected.append((appended, log_start))
+            elif fields[0] >= 0 and fields[1] == log_start:
                 return None
         else:
-            expected = [(appended if appended is not None else -1, LOG_START_OFFSET)]
+            expected = [(appended if appended is not None else -1, log_start)]
     if fields in expected:
         return None
     return (
@@ -341,7 +350,7 @@ def _fetch(
     # the HW, the last stable offset (the HW: no transactions) and the log start; Kafka's
     # LogReadResult of a failed read has -1 for each (Log.UnknownOffset)
     offsets = (part.high_watermark, part.last_stable_offset, part.log_start_offset)
-    leader = (hw, hw, LOG_START_OFFSET) if expected_error is Errors.NONE else (-1, -1, -1)
+    leader = (hw, hw, log_start_of(s, b)) if expected_error is Errors.NONE else (-1, -1, -1)
     if offsets != leader:
         name = part.error.name
         return f"FETCH answered {name} with (HW, LSO, log start) {offsets}, expected {leader}"
@@ -363,7 +372,7 @@ def _read_error(offset: int, b: int, s: State) -> Errors:
     leader, an offset outside [log start, LEO], or none."""
     if not _leads(s, b):
         return Errors.NOT_LEADER_OR_FOLLOWER
-    if not LOG_START_OFFSET <= offset <= len(s["log"][b - 1]):
+    if not log_start_of(s, b) <= offset <= len(s["log"][b - 1]):
         return Errors.OFFSET_OUT_OF_RANGE
     return Errors.NONE
 
@@ -424,7 +433,7 @@ def _list_offsets(
     if not _leads(s, b):
         expected = (Errors.NOT_LEADER_OR_FOLLOWER, -1, -1)
     elif asked.timestamp == EARLIEST_TIMESTAMP:
-        expected = (Errors.NONE, LOG_START_OFFSET, s["leaderEpoch"][b - 1])
+        expected = (Errors.NONE, log_start_of(s, b), s["leaderEpoch"][b - 1])
     elif asked.timestamp != LATEST_TIMESTAMP:
         return None
     elif _leso(s, b) > s["hw"][b - 1]:

@@ -14,6 +14,9 @@ from typing import Any
 State = dict[str, Any]
 Check = Callable[[State], str | None]
 
+DELETED_RECORD = 0
+"""The record id of the spec's entry Deleted: an offset below a log's start offset."""
+
 
 def _replicas(s: State) -> range:
     return range(1, len(s["log"]) + 1)
@@ -31,12 +34,37 @@ def _in_office(s: State, leader: int) -> bool:
 
 
 def _records(s: State, r: int) -> set[int]:
-    return {e["record"] for e in s["log"][r - 1]}
+    return {e["record"] for e in s["log"][r - 1]} - {DELETED_RECORD}
+
+
+def log_start_of(s: State, r: int) -> int:
+    """LogStart(r): how many Deleted entries begin replica r's log."""
+    log = s["log"][r - 1]
+    return next((o for o, e in enumerate(log) if e["record"] != DELETED_RECORD), len(log))
+
+
+def _deleted_below(s: State) -> int:
+    """The offsets below this one are DeletedOffset: below some replica's log start."""
+    return max(log_start_of(s, r) for r in _replicas(s))
 
 
 def _holds(s: State, r: int, offset: int, record: int) -> bool:
+    """HoldsCommitted: r holds the record at its offset, unless a client deleted it."""
     log = s["log"][r - 1]
-    return offset < len(log) and log[offset]["record"] == record
+    deleted = offset < _deleted_below(s)
+    return deleted or (offset < len(log) and log[offset]["record"] == record)
+
+
+def logs_agree(a: Any, b: Any) -> bool:
+    """The two logs have the same LEO and agree wherever both still hold a record: the
+    same, but for records only one of them has deleted."""
+    return len(a) == len(b) and agree(a, b, len(a))
+
+
+def agree(a: Any, b: Any, n: int) -> bool:
+    """Agree: two logs agree on their first n offsets wherever both still hold a record."""
+    pairs = zip(a[:n], b[:n], strict=True)
+    return all(x == y or DELETED_RECORD in (x["record"], y["record"]) for x, y in pairs)
 
 
 def high_watermark_within_log(s: State) -> str | None:
@@ -48,10 +76,13 @@ def high_watermark_within_log(s: State) -> str | None:
 
 
 def acked_records_never_lost(s: State) -> str | None:
-    """A record acknowledged to a producer is in the log of the leader in office."""
+    """A record acknowledged to a producer is in the log of the leader in office, unless a
+    client deleted it."""
+    below = _deleted_below(s)
     for leader in _replicas(s):
         if _in_office(s, leader):
-            lost = set(s["acked"]) - _records(s, leader)
+            deleted = {record for offset, record in s["committed"] if offset < below}
+            lost = set(s["acked"]) - _records(s, leader) - deleted
             if lost:
                 return f"acked records {sorted(lost)} missing from leader {leader}"
     return None
@@ -81,13 +112,14 @@ def consistent_reads(s: State) -> str | None:
 
 
 def log_matching(s: State) -> str | None:
-    """Two logs that agree on the epoch at an offset agree on the whole prefix."""
+    """Two logs that agree on the epoch at an offset agree on the whole prefix, wherever
+    both still hold a record."""
     logs = s["log"]
     for a in _replicas(s):
         for b in _replicas(s):
             la, lb = logs[a - 1], logs[b - 1]
             for o in range(min(len(la), len(lb))):
-                if la[o]["epoch"] == lb[o]["epoch"] and la[: o + 1] != lb[: o + 1]:
+                if la[o]["epoch"] == lb[o]["epoch"] and not agree(la, lb, o + 1):
                     return f"replicas {a} and {b} agree on epoch at offset {o} but not before"
     return None
 
@@ -105,7 +137,7 @@ def followers_match_leader(s: State) -> str | None:
             and s["leaderEpoch"][f - 1] == s["leaderEpoch"][leader - 1]
         ):
             mine, theirs = s["log"][f - 1], s["log"][leader - 1]
-            if tuple(theirs[: len(mine)]) != tuple(mine):
+            if len(mine) > len(theirs) or not agree(mine, theirs, len(mine)):
                 return f"follower {f}'s log is not a prefix of leader {leader}'s"
     return None
 

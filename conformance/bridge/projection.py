@@ -38,6 +38,8 @@ NO_LEADER = -1
 # that has accepted no leader epoch yet shows its own -1 (NoEpoch), as Kafka's does.
 NOT_HOSTED = -2
 UNDEFINED = -1
+DELETED = Record({"epoch": UNDEFINED, "record": 0})
+"""The spec's entry at an offset below a log's start offset (its record is deleted)."""
 CLIENT = -1
 CONTROLLER = 0
 FETCH_STATES = {ReplicaState.TRUNCATING: "Truncating", ReplicaState.FETCHING: "Fetching"}
@@ -103,7 +105,9 @@ class Projector:
         log = self.cluster.log(r, self.tp)
         if log is None:
             return (), 0, (), 0
-        entries = tuple(Record({"epoch": e.epoch, "record": e.record_id}) for e in log.entries)
+        entries = (DELETED,) * log.log_start_offset + tuple(
+            Record({"epoch": e.epoch, "record": e.record_id}) for e in log.entries
+        )
         cache = tuple(
             Record({"epoch": e.epoch, "startOffset": e.start_offset})
             for e in log.leader_epoch_cache.entries
@@ -152,8 +156,8 @@ class Projector:
                 if status is None or not status.acks_pending or log is None:
                     continue
                 offset = status.required_offset - 1
-                if offset < len(log.entries):
-                    record = log.entries[offset].record_id
+                if log.log_start_offset <= offset < log.log_end_offset:
+                    record = log.entries[offset - log.log_start_offset].record_id
                     waiting.add(Record({"record": record, "replica": r, "offset": offset}))
         return frozenset(waiting)
 
@@ -206,7 +210,8 @@ class Projector:
                         "offset": echo["offset"], "error": p.error.name,
                         "entries": tuple(Record({"epoch": e.epoch, "record": e.record_id})
                                          for e in p.records),
-                        "hw": p.high_watermark})
+                        "hw": p.high_watermark,
+                        "logStart": p.log_start_offset if p.error.name == "NONE" else UNDEFINED})
                 for p in payload.partitions if p.tp == self.tp
             ]  # fmt: skip
         if isinstance(payload, OffsetsForLeaderEpochResponse) and "requested" in echo:
@@ -330,14 +335,16 @@ class Projector:
         for r, old, new in zip(self.replicas, before["log"], after_logs, strict=True):
             if len(new) < len(old):
                 for entry in old[len(new) :]:
-                    self.history.removed.add((r, entry["record"], cause or "truncation"))
+                    if entry != DELETED:
+                        self.history.removed.add((r, entry["record"], cause or "truncation"))
         for r in self.replicas:
             partition = self.cluster.partition(r, self.tp) if self.cluster.is_alive(r) else None
             if partition is not None and partition.leader_replica_id == r:
                 log = self.cluster.log(r, self.tp)
                 if log is not None:
-                    for o in range(log.high_watermark):
-                        self.history.committed.add((o, log.entries[o].record_id))
+                    start = log.log_start_offset
+                    for o in range(start, log.high_watermark):
+                        self.history.committed.add((o, log.entries[o - start].record_id))
         self.observe_network()
 
     def note_produce_delivered(self) -> None:

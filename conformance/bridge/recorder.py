@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.lag_times import LagTimes
 from kreplica.conformance.bridge.projection import (
     CLIENT,
@@ -45,6 +46,7 @@ from kreplica.impl.messages import (
 from kreplica.impl.network import Envelope
 from kreplica.impl.steps import (
     Crash,
+    DeleteRecords,
     Deliver,
     DetectFailure,
     DoWork,
@@ -70,6 +72,8 @@ class Arrival:
     incarnation: int
     time_ms: int
     request: Any
+    log_start: int
+    """The broker's log start offset when the request arrived (a PRODUCE's answer carries it)."""
 
 
 # Responses named by the action that handles them at the follower.
@@ -218,7 +222,9 @@ class Recorder:
         if envelope is None or not self.cluster.is_alive(step.dst):
             return None
         incarnation = self.cluster.brokers[step.dst].incarnation
-        return Arrival(step.dst, incarnation, self.cluster.clock.now_ms, envelope.payload)
+        log_start = log_start_of(self.state, step.dst)
+        now = self.cluster.clock.now_ms
+        return Arrival(step.dst, incarnation, now, envelope.payload, log_start)
 
     def _note_client_requests(self, arrival: Arrival | None, sent: list[Envelope]) -> None:
         """Remember a request that arrived, and the answers this step sent."""
@@ -297,6 +303,8 @@ class Recorder:
             ]
         if isinstance(step, Tick):
             return self._expiry_events(before, after, text)
+        if isinstance(step, DeleteRecords):
+            return self._delete_records_events(before, after, text)
         if named is None or (after == before and named[0] in ("LoseMessage", "Flush")):
             return []
         if named[0] in ("ControllerDetectFailure", "ControllerElectLeader") and after == before:
@@ -323,6 +331,15 @@ class Recorder:
         if after != before:
             return [Event("Unmapped", {"replica": b}, after, text)]
         return []
+
+    @staticmethod
+    def _delete_records_events(before: State, after: State, text: str) -> list[Event]:
+        """DeleteRecords on the leader whose log start offset it raised (none: a no-op)."""
+        return [
+            Event("DeleteRecords", {"replica": r, "offset": log_start_of(after, r)}, after, text)
+            for r in range(1, len(after["log"]) + 1)
+            if before["log"][r - 1] != after["log"][r - 1]
+        ]
 
     def _expiry_events(self, before: State, after: State, text: str) -> list[Event]:
         """Delayed produces that timed out (REQUEST_TIMED_OUT), one action each."""

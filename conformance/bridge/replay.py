@@ -48,6 +48,7 @@ from kreplica.impl.messages import (
 )
 from kreplica.impl.steps import (
     Crash,
+    DeleteRecords,
     Deliver,
     DetectFailure,
     DoWork,
@@ -94,7 +95,14 @@ BROKER_STEPS: dict[str, Callable[[int], Step]] = {
 
 # Every action of the spec (the names traces use).
 SPEC_ACTIONS = frozenset(
-    {"Produce", "ControllerElectLeader", "LeaderShrinkIsr", "ExpireDelayedProduce", "LoseMessage"}
+    {
+        "Produce",
+        "ControllerElectLeader",
+        "LeaderShrinkIsr",
+        "ExpireDelayedProduce",
+        "DeleteRecords",
+        "LoseMessage",
+    }
     | set(DELIVERED)
     | set(BROKER_STEPS)
     | set(FETCHER_ACTIONS)
@@ -341,6 +349,8 @@ class Replayer:
             return [Tick(self.cluster.config.replica_lag_time_max_ms + 1), ShrinkIsr(r)]
         if action == "ExpireDelayedProduce":
             return [Tick(self.produce_timeout_ms + 1)]
+        if action == "DeleteRecords":
+            return [DeleteRecords(TP, int(args["offset"]))]
         if action == "LoseMessage":
             return [Drop(int(args["from"]), int(args["to"]), 0)]
         raise TraceError(f"unknown action {action!r}")

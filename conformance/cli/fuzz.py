@@ -59,6 +59,7 @@ def build_setup(
     invariants: bool = True,
     only: tuple[str, ...] = (),
     guided: bool = False,
+    deletes: bool = True,
 ) -> FuzzSetup:
     """The campaign's set-up from the options; KreplicaError on an unknown name or on a
     --fault that the other options switch off."""
@@ -69,7 +70,7 @@ def build_setup(
     crash, unclean, network = faults
     kinds = frozenset(kind.replace("-", "_") for kind in only)
     setup = FuzzSetup(
-        variant, replicas, crash, unclean, network, max_faults, invariants, kinds, guided
+        variant, replicas, crash, unclean, network, max_faults, invariants, kinds, guided, deletes
     )
     off = sorted(kinds - set(setup.fault_kinds))
     if off:
@@ -181,6 +182,13 @@ class FuzzProgress:
     help="Lost and duplicated messages.",
 )
 @click.option(
+    "--delete-records/--no-delete-records",
+    "deletes",
+    default=True,
+    show_default=True,
+    help="Clients delete records below the leader's HW (DeleteRecords), in half the runs.",
+)
+@click.option(
     "--fault",
     "only_faults",
     multiple=True,
@@ -248,6 +256,7 @@ def fuzz(
     faults: bool,
     unclean: bool,
     network_faults: bool,
+    deletes: bool,
     only_faults: tuple[str, ...],
     shrink: bool,
     time_limit: float | None,
@@ -260,7 +269,7 @@ def fuzz(
     """Fuzz the implementation with Hypothesis; check the spec's invariants after every step."""
     on = (faults, unclean, network_faults)
     setup = build_setup(
-        assignments, bugs, replicas, on, max_faults, invariants, only_faults, guided
+        assignments, bugs, replicas, on, max_faults, invariants, only_faults, guided, deletes
     )
     check_output_dir(out, "failures to")
     display = FuzzProgress(examples, f"fuzz {setup.variant.label()}")

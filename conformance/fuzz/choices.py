@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+from kreplica.conformance.bridge.invariants import log_start_of, logs_agree
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
 from kreplica.conformance.bridge.schedule import (
     TP,
@@ -17,6 +18,7 @@ from kreplica.impl.steps import (
     ConsumerFetch,
     ConsumerListOffsets,
     Crash,
+    DeleteRecords,
     Deliver,
     DetectFailure,
     DoWork,
@@ -71,10 +73,20 @@ def _in_step(s: State, follower: int, leader: int) -> bool:
         s["fetchState"][f] == "Fetching"
         and s["leader"][ld] == leader
         and s["leaderEpoch"][f] == s["leaderEpoch"][ld]
-        and s["log"][f] == s["log"][ld]
+        and logs_agree(s["log"][f], s["log"][ld])
         and s["hw"][f] == s["hw"][ld]
         and s["remoteLeo"][ld][f] == len(s["log"][f])
     )
+
+
+def _deletions(c: Cluster, s: State) -> list[Step]:
+    """DeleteRecords on the controller's leader, if it runs and leads: every offset above its
+    log start, up to its HW (what the simulator deletes; Kafka refuses more, R4)."""
+    leader = c.leader(TP)
+    if leader is None or leader not in s["alive"] or s["leader"][leader - 1] != leader:
+        return []
+    start, hw = log_start_of(s, leader), s["hw"][leader - 1]
+    return [DeleteRecords(TP, offset) for offset in range(start + 1, hw + 1)]
 
 
 def _stoppable(s: State) -> list[int]:
@@ -123,6 +135,7 @@ CHOICES: dict[str, Choices] = {
     "restart": lambda c, s: [Restart(b) for b in _dead(c, s)],
     "detect_failure": lambda c, s: [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]],
     "elect": lambda c, s: [Elect(TP, b) for b in sorted(s["ctrlLive"])],
+    "delete_records": _deletions,
 }
 """For each rule, the steps it may take now: the steps of `Cluster.enabled_steps()` (plus
 network partitions) that the spec allows here. Left out, because the simulator would do
@@ -145,6 +158,7 @@ _KIND_OF_TYPE: dict[type, str] = {
     Restart: "restart",
     DetectFailure: "detect_failure",
     Elect: "elect",
+    DeleteRecords: "delete_records",
 }
 
 

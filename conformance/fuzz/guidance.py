@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kreplica.conformance.bridge.invariants import agree
 from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED, State
 
 AbstractState = tuple[Any, ...]
@@ -33,9 +34,8 @@ def _sign(a: int, b: int) -> int:
 
 
 def _prefix(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    """One log is a prefix of the other (they have not diverged)."""
-    n = min(len(a), len(b))
-    return tuple(a[:n]) == tuple(b[:n])
+    """One log is a prefix of the other (they have not diverged), but for deleted records."""
+    return agree(a, b, min(len(a), len(b)))
 
 
 def _replica(s: State, b: int, ref: int) -> tuple[Any, ...]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kreplica.conformance.bridge.checked_steps import Violation
+from kreplica.conformance.bridge.invariants import logs_agree
 from kreplica.conformance.bridge.projection import CLIENT, State
 from kreplica.conformance.bridge.schedule import TP
 from kreplica.conformance.fuzz.choices import CHOICES
@@ -113,7 +114,7 @@ def _replicated(c: Cluster, s: State) -> Violation | None:
     leo = len(s["log"][i])
     for b in c.broker_ids:
         f = b - 1
-        caught_up = s["log"][f] == s["log"][i] and s["hw"][f] == s["hw"][i]
+        caught_up = logs_agree(s["log"][f], s["log"][i]) and s["hw"][f] == s["hw"][i]
         if b != leader and not (caught_up and s["remoteLeo"][i][f] == leo):
             where = "ISR follower" if b in s["isr"][i] else "follower"
             return REPLICATED, (

@@ -124,12 +124,13 @@ class ConsumerSettings:
 CONSUMER_SETTINGS = tuple(
     ConsumerSettings(wait, least, most)
     for wait in (0, 500)
-    for least in (1, 2 * RECORD_SIZE_BYTES)
+    for least in (1, RECORD_SIZE_BYTES, 2 * RECORD_SIZE_BYTES)
     for most in (1_048_576, RECORD_SIZE_BYTES - 1)
 )
 """A consumer's settings, one per FETCH, each combination of: answered at once, or Kafka's
 default wait of 500 ms, which parks the FETCH in the leader's purgatory while the HW has too
-little past it; one byte (Kafka's default) or two records at least; Kafka's default byte limit
+little past it; one byte (Kafka's default), exactly one record (a read of one record just
+reaches it), or two records at least; Kafka's default byte limit
 per partition, or one below a record (Kafka still returns the first record). The follower
 fetches stay unparked (`CONFIG`), as the spec answers them."""
 
@@ -430,6 +431,8 @@ class ReplicationMachine(RuleBasedStateMachine):
             allowed = kind in self.kinds and (kind not in COSTLY_KINDS or self._may_fault())
             if kind == "flush":  # flushing matters only to unclean shutdowns
                 allowed = "unclean_shutdown" in self.kinds and "flush" in self.kinds
+            if kind == "delete_records":  # as often as a record may be produced
+                allowed = allowed and self.records.ready(self.quiet())
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
             if kind == "shrink_isr" and allowed:
                 found = sorted(set(found) | set(self._lagging_by_the_clock()), key=repr)
@@ -605,11 +608,14 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _swarm(self, swarm: int) -> None:
         """Swarm testing: logs are never flushed in half the runs (so a power loss loses
-        their tails), and in half the runs every fault is a change point of the nodes'
-        priorities (see `_change_priorities`)."""
+        their tails), in half the runs every fault is a change point of the nodes'
+        priorities (see `_change_priorities`), and in half the runs no client deletes
+        records."""
         if swarm % 2:
             self.kinds = self.kinds - {"flush"}
         self.change_points = bool(swarm // 2 % 2)
+        if swarm // 4 % 2:
+            self.kinds = self.kinds - {"delete_records"}
 
     def _prioritise(self, order: int) -> None:
         """Rank the nodes by permutation number `order`: messages to a high-priority node, and
@@ -677,6 +683,13 @@ class ReplicationMachine(RuleBasedStateMachine):
                 SentProduce(correlation_id, step.broker, incarnation, step.record_ids[0])
             )
         return step.record_ids[0]
+
+    @precondition(_can("delete_records"))
+    @rule(pick=PICK)
+    def delete_records(self, pick: int) -> None:
+        """A client deletes the records below an offset up to the leader's HW (R4): followers
+        behind it get OFFSET_OUT_OF_RANGE and start their logs at the leader's (R9)."""
+        self._choose("delete_records", pick)
 
     @precondition(lambda self: bool(self.recorder.state["alive"]))
     @rule(pick=PICK, latest=st.booleans())

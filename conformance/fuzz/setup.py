@@ -55,6 +55,8 @@ SCHEDULING_KINDS = frozenset({"deliver", "reorder", "fetch"})
 CRASH_KINDS = frozenset({"crash", "restart", "detect_failure", "elect"})
 UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush"})
 NETWORK_KINDS = frozenset({"drop", "duplicate", "isolate", "heal"})
+CLIENT_KINDS = frozenset({"delete_records"})
+"""The client's requests that are spec actions, apart from produces: DeleteRecords."""
 FAULTS = ("crash", "unclean_shutdown", "elect", "drop", "duplicate", "isolate")
 COSTLY_KINDS = frozenset(FAULTS)
 """The faults, which spend a run's fault budget (restarts, detection and healing are free)."""
@@ -91,6 +93,8 @@ class FuzzSetup:
     """Allow only these faults (names of FAULTS); empty: every fault the flags above allow."""
     guided: bool = False
     """Steer Hypothesis towards rarely reached abstract states (`guidance`)."""
+    deletes: bool = True
+    """Clients delete records below the leader's HW (DeleteRecords), in half the runs."""
 
     def schedule(self, steps: Sequence[Step] = ()) -> Schedule:
         """A schedule of `steps` for this set-up (its cluster is the fuzzer's)."""
@@ -100,6 +104,8 @@ class FuzzSetup:
     def kinds(self) -> frozenset[str]:
         """The rules this set-up allows (by the names of CHOICES)."""
         kinds = set(PROGRESS_KINDS)
+        if self.deletes:
+            kinds |= CLIENT_KINDS
         if self.faults:
             kinds |= CRASH_KINDS
         if self.unclean:
@@ -120,9 +126,10 @@ class FuzzSetup:
         """One line: variant, replicas, faults, and whether invariants are checked."""
         faults = ", ".join(k.replace("_", " ") for k in self.fault_kinds) or "none"
         checked = "" if self.invariants else "; invariants not checked"
+        deletes = "" if self.deletes else "; no record deletion"
         return (
             f"variant {self.variant.label()}, {self.replicas} replicas, "
-            f"faults: {faults} (at most {self.max_faults} per run){checked}"
+            f"faults: {faults} (at most {self.max_faults} per run){deletes}{checked}"
         )
 
     def name(self, seed_value: int) -> str:
@@ -133,5 +140,6 @@ class FuzzSetup:
         faults = "".join(FAULT_CODES[k] for k in self.fault_kinds)
         tag = f"-f{faults}{self.max_faults}" if (faults, self.max_faults) != DEFAULT_FAULTS else ""
         tag += "" if self.invariants else "-noinv"
+        tag += "" if self.deletes else "-nodel"
         tag += "-guided" if self.guided else ""
         return f"{label}-r{self.replicas}{tag}-s{seed_value}"

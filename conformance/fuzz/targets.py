@@ -1,11 +1,12 @@
 """The fuzzer's targets: every seeded bug and unsafe variant, with the set-up that hunts it.
 
 Each target's set-up is the fuzzer's default one, narrowed where the spec's model config of
-the same scenario is narrower (`spec/*.cfg`): durability is only checked in runs without a
-power loss (`checked_steps.checked_violations`), so the targets that lose acknowledged or
-committed records run without unclean shutdowns; KAFKA-7128 needs elections and nothing
-else, KAFKA-7164 a power loss of the leader of two replicas. `command` renders a set-up as
-the `kreplica fuzz` options that run it.
+the same scenario is narrower (`spec/*.cfg`): no client deletes records (no such config sets
+`RecordDeletion`, and a deleted record is exempt from the durability invariants); durability
+is only checked in runs without a power loss (`checked_steps.checked_violations`), so the
+targets that lose acknowledged or committed records run without unclean shutdowns; KAFKA-7128
+needs elections and nothing else, KAFKA-7164 a power loss of the leader of two replicas.
+`command` renders a set-up as the `kreplica fuzz` options that run it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Target:
             out.append(f"--replicas {s.replicas}")
         switches = [("faults", "--no-faults"), ("unclean", "--no-unclean")]
         switches.append(("network", "--no-network-faults"))
+        switches.append(("deletes", "--no-delete-records"))
         out += [flag for name, flag in switches if not getattr(s, name)]
         out += [f"--fault {k.replace('_', '-')}" for k in FAULTS if k in s.only_faults]
         if s.max_faults != default.max_faults:
@@ -58,14 +60,14 @@ def _target(word: str, why: str, **setup: Any) -> Target:
     assert set(setup) <= known, set(setup) - known
     bugs = [word] if word in BUGS else []
     variant = parse_variant([] if bugs else [word], bugs)
-    return Target(word, FuzzSetup(variant=variant, **setup), why)
+    return Target(word, FuzzSetup(variant=variant, deletes=False, **setup), why)
 
 
 DURABILITY = "durability is checked only in runs without a power loss"
 
 TARGETS: tuple[Target, ...] = (
     _target("early-ack", DURABILITY, unclean=False),
-    _target("hw-from-non-isr", "the default set-up"),
+    _target("hw-from-non-isr", "the default set-up, without deletions"),
     _target(
         "no-leso-guard",
         "elections only, and few, as in spec/BugNoLesoGuard.cfg (no crashes, one epoch)",
@@ -78,7 +80,7 @@ TARGETS: tuple[Target, ...] = (
         replicas=2,
         only_faults=frozenset({"unclean_shutdown"}),
     ),
-    _target("hw-not-clamped", "the default set-up"),
+    _target("hw-not-clamped", "the default set-up, without deletions"),
     _target("truncation=hw", DURABILITY, unclean=False),
     _target("election=unclean", DURABILITY, unclean=False),
     _target("acks=1", DURABILITY, unclean=False),

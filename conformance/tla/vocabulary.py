@@ -10,6 +10,7 @@ from __future__ import annotations
 ACTION_ARGS: dict[str, frozenset[str]] = {
     "Produce": frozenset({"replica", "record", "acks"}),
     "ExpireDelayedProduce": frozenset({"replica", "record"}),
+    "DeleteRecords": frozenset({"replica", "offset"}),
     "FollowerSendFetch": frozenset({"replica", "leader"}),
     "LeaderHandleFetch": frozenset({"replica", "follower", "offset"}),
     "FollowerHandleFetchResponse": frozenset({"replica", "leader"}),

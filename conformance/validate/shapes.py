@@ -156,7 +156,15 @@ MESSAGE = msg(
     {
         "LeaderAndIsr": rec(**_HEAD, epoch=INT, leader=INT, isr=set_of(INT)),
         "FetchRequest": rec(**_HEAD, epoch=INT, inc=INT, offset=INT),
-        "FetchResponse": rec(**_HEAD, epoch=INT, error=STR, hw=INT, offset=INT, entries=seq(ENTRY)),
+        "FetchResponse": rec(
+            **_HEAD,
+            epoch=INT,
+            error=STR,
+            hw=INT,
+            offset=INT,
+            entries=seq(ENTRY),
+            logStart=INT,
+        ),
         "ListOffsetsRequest": rec(**_HEAD, inc=INT, epoch=INT, timestamp=STR),
         "ListOffsetsResponse": rec(**_HEAD, epoch=INT, error=STR, offset=INT, timestamp=STR),
         "OffsetsForLeaderEpochRequest": rec(**_HEAD, epoch=INT, inc=INT, requested=INT),

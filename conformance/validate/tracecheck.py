@@ -84,6 +84,7 @@ class SpecParams:
     lossy_network: bool = True
     duplicating_network: bool = True
     fire_and_forget: bool = True
+    record_deletion: bool = True
 
 
 UNKNOWN = -1
@@ -295,6 +296,7 @@ def tlc_config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f"    LossyNetwork = {_tla_bool(params.lossy_network)}",
             f"    DuplicatingNetwork = {_tla_bool(params.duplicating_network)}",
             f"    FireAndForget = {_tla_bool(params.fire_and_forget)}",
+            f"    RecordDeletion = {_tla_bool(params.record_deletion)}",
             f"    Diagnose = {_tla_bool(diagnose)}",
             "INIT TraceInit",
             "NEXT TraceNext",
