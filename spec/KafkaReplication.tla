@@ -350,6 +350,12 @@ FetcherSend(f, request) ==
     /\ IF LossyNetwork THEN TRUE ELSE ~Outstanding(f)
     /\ msgs' = GiveUp(f) \cup Deliverable(request)
 
+\* Follower f's fetcher handles an answer and sends `request` at once, inside
+\* the same fetch handling (R9).  Like FetcherSend, it now awaits that request
+\* only: what else it awaited (a copy of an earlier request or answer, left
+\* by a duplicating network) is given up, the answer it handles included.
+FetcherSendOnAnswer(f, request) == msgs' = GiveUp(f) \cup Deliverable(request)
+
 \* The LIST_OFFSETS request of follower f's fetcher to leader l, for the
 \* "LATEST" or the "EARLIEST" offset.
 ListOffsetsRequest(f, l, timestamp) ==
@@ -523,7 +529,7 @@ FollowerHandleFetchResponse(m) ==
        IN
        /\ Act("FollowerHandleFetchResponse", [replica |-> f, leader |-> m.src])
        /\ IF current /\ m.error = "OFFSET_OUT_OF_RANGE"
-          THEN Reply(m, ListOffsetsRequest(f, m.src, "LATEST"))
+          THEN FetcherSendOnAnswer(f, ListOffsetsRequest(f, m.src, "LATEST"))
           ELSE Consume(m)
        /\ CASE current /\ m.error = "NONE" ->
                  /\ log' = [log EXCEPT ![f] = newLog]
@@ -571,7 +577,7 @@ FollowerHandleListOffsetsResponse(m) ==
        IN
        /\ Act("FollowerHandleListOffsetsResponse", [replica |-> f, leader |-> m.src])
        /\ IF latest /\ m.offset >= LEO(f)
-          THEN Reply(m, ListOffsetsRequest(f, m.src, "EARLIEST"))
+          THEN FetcherSendOnAnswer(f, ListOffsetsRequest(f, m.src, "EARLIEST"))
           ELSE Consume(m)
        /\ CASE latest ->
                  /\ Truncate(f, m.offset, "truncation")

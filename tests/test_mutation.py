@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -25,6 +26,7 @@ from kreplica.conformance.mutation.campaign import (
     SURVIVED,
     Campaign,
     Outcome,
+    run_baseline,
     run_mutant,
 )
 from kreplica.conformance.mutation.engine import plan, run, settings_of
@@ -32,6 +34,7 @@ from kreplica.conformance.mutation.operators import Mutant
 from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
 from kreplica.conformance.mutation.results import Results, load_equivalent, markdown, tally
 from kreplica.conformance.mutation.sites import all_mutants, impl_dir, mutants_of, mutated_source
+from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.validate.locks import lock_output
 
 SNIPPET = textwrap.dedent(
@@ -237,7 +240,7 @@ def test_a_second_run_into_the_same_out_fails_at_once(tmp_path: Path) -> None:
 def test_mutate_help_lists_the_exit_codes() -> None:
     result = CliRunner().invoke(main, ["mutate", "--help"])
     assert result.exit_code == 0
-    for line in ("0  every sampled mutant", "2  bad input", "130  interrupted"):
+    for line in ("0  every sampled mutant", "1  the unmutated", "2  bad input", "130  interrupted"):
         assert line in result.output
 
 
@@ -251,3 +254,29 @@ def test_a_kill_in_a_variants_campaign_counts_for_its_checker() -> None:
     t = tally(outcomes)
     assert (t.by, t.in_variants, t.rate) == ({"fuzz": 1, "conformance": 1}, 1, 2 / 3)
     assert "| (of these, in a variant's campaign) | (1) |" in markdown(outcomes, {})
+
+
+def test_the_unmutated_implementation_passes_a_small_campaign() -> None:
+    baseline = run_baseline(Campaign(examples=3, steps=10, time_limit=300, variants=()))
+    assert baseline.verdict == SURVIVED, baseline.detail
+
+
+def test_a_campaign_the_unmutated_implementation_fails_runs_no_mutant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against a spec whose Init no run starts from, even impl/ itself "is killed" by
+    conformance: mutate stops before the first mutant, exit 1, and writes no outcome."""
+    spec = tmp_path / "spec"
+    shutil.copytree(resolve_spec_dir(None), spec)
+    module = spec / "KafkaReplication.tla"
+    text = module.read_text()
+    init_hw = "    /\\ hw = [r \\in Replicas |-> 0]\n"
+    assert init_hw in text
+    module.write_text(text.replace(init_hw, init_hw.replace("0]", "1]")))
+    monkeypatch.setenv("KREPLICA_SPEC_DIR", str(spec))
+    out = tmp_path / "out"
+    args = ["mutate", "--sample", "2", "--examples", "2", "--steps", "5", "--variants", ""]
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "the unmutated implementation fails the campaign (conformance" in result.stderr
+    assert not (out / "results.json").exists(), "no mutant has an outcome"

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import KreplicaError, file_error
-from kreplica.conformance.mutation.campaign import SURVIVED, Campaign, Outcome
+from kreplica.conformance.mutation.campaign import SURVIVED, Campaign, Outcome, run_baseline
 from kreplica.conformance.mutation.engine import plan, refuted, run, settings_of
 from kreplica.conformance.mutation.results import (
     EQUIVALENT_FILE,
@@ -48,8 +48,14 @@ conformance/mutation/equivalent.toml are listed, not run, and left out of the
 kill rate with the stillborn ones (the edit does not import).
 
 \b
+Before the first mutant, the same campaign runs on impl/ itself: if the
+unmutated implementation fails it, no kill would mean anything, and the
+command stops (exit 1) naming the stage and the failure.
+
+\b
 Exit codes:
   0  every sampled mutant has an outcome (whatever the kill rate)
+  1  the unmutated implementation fails the campaign: nothing was run
   2  bad input: --sample below 1, an unknown variant in --variants, an
      unreadable or malformed equivalent file,
      an --out that is a file, holds results of other settings or is in use
@@ -143,6 +149,16 @@ def mutate_command(
         f"kreplica mutate: {len(mutants)} mutants (seed {seed}), {done} done before, "
         f"{jobs} at a time, commit {commit}; results in {folder}/results.json"
     )
+    if done < len(mutants):
+        baseline = run_baseline(campaign)
+        if baseline.verdict != SURVIVED:
+            errors.print(
+                f"kreplica mutate: the unmutated implementation fails the campaign "
+                f"({baseline.by or baseline.verdict}, {baseline.seconds:.0f} s): {baseline.detail}"
+            )
+            return 1
+        passed = f"the unmutated implementation passes ({baseline.seconds:.0f} s)"
+        errors.print(f"kreplica mutate: {passed}")
     start = time.monotonic()
     columns = (TextColumn("mutants"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.description}"), TimeElapsedColumn())  # fmt: skip

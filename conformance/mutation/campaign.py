@@ -199,6 +199,26 @@ def run_mutant(mutant: Mutant, campaign: Campaign, scratch: Path | None = None) 
     return outcome
 
 
+def run_baseline(campaign: Campaign, scratch: Path | None = None) -> Outcome:
+    """Run the campaign on the implementation itself, unmutated: it must survive (every stage
+    exits 0), or a kill says nothing about the mutant that was killed."""
+    start = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="kreplica-baseline-", dir=scratch))
+    outcome = Outcome("(unmutated)", SURVIVED)
+    try:
+        for variant in (None, *campaign.variants):
+            stage = work / (variant or "default").replace("=", "-")
+            _stage(campaign, variant, stage, dict(os.environ), start + campaign.time_limit, outcome)
+            if outcome.verdict != SURVIVED:
+                break
+    except _TimedOut:
+        outcome.verdict, outcome.detail = TIMEOUT, f"over {campaign.time_limit:g} s"
+    finally:
+        outcome.seconds = round(time.monotonic() - start, 1)
+        shutil.rmtree(work, ignore_errors=True)
+    return outcome
+
+
 def _campaign(mutant: Mutant, campaign: Campaign, work: Path, deadline: float, o: Outcome) -> None:
     """The campaign's steps, filling in the outcome `o` (raises _TimedOut)."""
     try:
