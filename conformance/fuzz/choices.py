@@ -67,14 +67,16 @@ def _out_of_sync(c: Cluster, s: State, leader: int) -> bool:
 
 
 def _in_step(s: State, follower: int, leader: int) -> bool:
-    """The follower fetches from a leader that has nothing to tell it, and knows its LEO."""
+    """The follower fetches from a leader that has nothing to tell it, and knows its LEO: the
+    same log (but for deleted records) and the HW a fetch would set, the leader's, or the
+    follower's log start offset if that is higher (R8)."""
     f, ld = follower - 1, leader - 1
     return bool(
         s["fetchState"][f] == "Fetching"
         and s["leader"][ld] == leader
         and s["leaderEpoch"][f] == s["leaderEpoch"][ld]
         and logs_agree(s["log"][f], s["log"][ld])
-        and s["hw"][f] == s["hw"][ld]
+        and s["hw"][f] == max(log_start_of(s, follower), s["hw"][ld])
         and s["remoteLeo"][ld][f] == len(s["log"][f])
     )
 
