@@ -154,16 +154,22 @@ LEO(r) == Len(log[r])
 Prefix(s, n) == SubSeq(s, 1, n)
 RecordsOf(r) == {log[r][i].record : i \in DOMAIN log[r]} \ {Deleted.record}
 
-\* Log.logStartOffset: the first offset whose record is still in the log.
+\* Log.logStartOffset: the first offset whose record is still in the log (0 at
+\* once when the first offset still has its record, as in every config that
+\* deletes nothing).
 LogStart(r) ==
-    LET kept == {i \in DOMAIN log[r] : log[r][i] # Deleted}
-    IN  IF kept = {} THEN LEO(r) ELSE Min(kept) - 1
+    IF LEO(r) = 0 \/ log[r][1] # Deleted THEN 0
+    ELSE LET kept == {i \in DOMAIN log[r] : log[r][i] # Deleted}
+         IN  IF kept = {} THEN LEO(r) ELSE Min(kept) - 1
 
 \* Sequence s with every entry below offset `start` deleted.
 DeleteBelow(s, start) == [i \in DOMAIN s |-> IF i <= start THEN Deleted ELSE s[i]]
 
-\* Two logs agree on their first n offsets wherever both still hold a record.
-Agree(s, t, n) == \A i \in 1..n : s[i] = t[i] \/ Deleted \in {s[i], t[i]}
+\* Two logs agree on their first n offsets wherever both still hold a record
+\* (equal prefixes, checked first, are the common case).
+Agree(s, t, n) ==
+    \/ Prefix(s, n) = Prefix(t, n)
+    \/ \A i \in 1..n : s[i] = t[i] \/ Deleted \in {s[i], t[i]}
 Act(name, args) == action' = [name |-> name, args |-> args]
 
 LatestEpoch(r) ==
@@ -999,7 +1005,7 @@ DeletedOffset(o) == \E r \in Replicas : o < LogStart(r)
 
 \* Replica r holds committed record c at its offset, unless a client deleted it.
 HoldsCommitted(r, c) ==
-    DeletedOffset(c[1]) \/ (c[1] < LEO(r) /\ log[r][c[1] + 1].record = c[2])
+    (c[1] < LEO(r) /\ log[r][c[1] + 1].record = c[2]) \/ DeletedOffset(c[1])
 
 \* A record acknowledged to a producer is in the log of the leader in office,
 \* unless a client deleted it.
