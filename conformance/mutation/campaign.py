@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -185,38 +186,52 @@ def _violation(out: Path) -> str:
 def run_mutant(mutant: Mutant, campaign: Campaign, scratch: Path | None = None) -> Outcome:
     """Build the mutant's overlay in a fresh folder (under `scratch`), run the campaign, remove
     the folder, and return the outcome."""
-    start = time.monotonic()
-    deadline = start + campaign.time_limit
-    work = Path(tempfile.mkdtemp(prefix="kreplica-mutant-", dir=scratch))
     outcome = Outcome(mutant.id, SURVIVED, description=mutant.description)
-    try:
-        _campaign(mutant, campaign, work, deadline, outcome)
-    except _TimedOut:
-        outcome.verdict, outcome.detail = TIMEOUT, f"over {campaign.time_limit:g} s"
-    finally:
-        outcome.seconds = round(time.monotonic() - start, 1)
-        shutil.rmtree(work, ignore_errors=True)
-    return outcome
+    return _in_scratch(
+        campaign, outcome, "kreplica-mutant-", scratch,
+        lambda work, deadline: _campaign(mutant, campaign, work, deadline, outcome),
+    )  # fmt: skip
 
 
 def run_baseline(campaign: Campaign, scratch: Path | None = None) -> Outcome:
     """Run the campaign on the implementation itself, unmutated: it must survive (every stage
     exits 0), or a kill says nothing about the mutant that was killed."""
-    start = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="kreplica-baseline-", dir=scratch))
     outcome = Outcome("(unmutated)", SURVIVED)
+    return _in_scratch(
+        campaign, outcome, "kreplica-baseline-", scratch,
+        lambda work, deadline: _stages(campaign, work, dict(os.environ), deadline, outcome),
+    )  # fmt: skip
+
+
+def _in_scratch(
+    campaign: Campaign,
+    outcome: Outcome,
+    prefix: str,
+    scratch: Path | None,
+    body: Callable[[Path, float], None],
+) -> Outcome:
+    """Run `body` in a fresh folder within the campaign's time limit; time it, mark a time-out,
+    remove the folder, and return the outcome it filled in."""
+    start = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
     try:
-        for variant in (None, *campaign.variants):
-            stage = work / (variant or "default").replace("=", "-")
-            _stage(campaign, variant, stage, dict(os.environ), start + campaign.time_limit, outcome)
-            if outcome.verdict != SURVIVED:
-                break
+        body(work, start + campaign.time_limit)
     except _TimedOut:
         outcome.verdict, outcome.detail = TIMEOUT, f"over {campaign.time_limit:g} s"
     finally:
         outcome.seconds = round(time.monotonic() - start, 1)
         shutil.rmtree(work, ignore_errors=True)
     return outcome
+
+
+def _stages(
+    campaign: Campaign, work: Path, env: dict[str, str], deadline: float, o: Outcome
+) -> None:
+    """The correct protocol's stage, then each variant's, until one does not survive."""
+    for variant in (None, *campaign.variants):
+        _stage(campaign, variant, work / (variant or "default").replace("=", "-"), env, deadline, o)
+        if o.verdict != SURVIVED:
+            return
 
 
 def _campaign(mutant: Mutant, campaign: Campaign, work: Path, deadline: float, o: Outcome) -> None:
@@ -237,10 +252,7 @@ def _campaign(mutant: Mutant, campaign: Campaign, work: Path, deadline: float, o
     if probe.returncode != 0:
         o.verdict, o.detail = STILLBORN, "import fails: " + _last_line(probe.stderr)
         return
-    for variant in (None, *campaign.variants):
-        _stage(campaign, variant, work / (variant or "default").replace("=", "-"), env, deadline, o)
-        if o.verdict != SURVIVED:
-            return
+    _stages(campaign, work, env, deadline, o)
 
 
 def _stage(
