@@ -15,13 +15,24 @@ from kreplica.conformance.bridge.backoff import (
     fetcher_view,
 )
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
+from kreplica.conformance.bridge.schedule import TP as FUZZ_TP
+from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
+from kreplica.impl.fetch_state import InFlight, OffsetReset
 from kreplica.impl.fetcher import AbstractFetcherThread
-from kreplica.impl.messages import Errors, FetchPartitionResponse, FetchResponse, TopicPartition
-from kreplica.impl.steps import Deliver, DoWork, Drop, Step, Tick
+from kreplica.impl.messages import (
+    Errors,
+    FetchPartitionResponse,
+    FetchResponse,
+    IsolationLevel,
+    ListOffsetsRequest,
+    TopicPartition,
+)
+from kreplica.impl.steps import Crash, Deliver, DoWork, Drop, Restart, ShrinkIsr, Step, Tick
 
 TP = TopicPartition("t", 0)
+TP_FUZZ = FUZZ_TP
 CONFIG = BrokerConfig(replica_fetch_wait_max_ms=0)
 BACKOFF = CONFIG.replica_fetch_backoff_ms
 TIMEOUT = CONFIG.replica_socket_timeout_ms
@@ -132,3 +143,26 @@ def test_a_fetcher_that_ignores_an_error_answer_is_named(monkeypatch: pytest.Mon
     c.network.send(1, c.incarnation(1), 2, c.incarnation(2), answer, c.clock.now_ms)
     found = apply_checked(rec, Deliver(1, 2, 0))
     assert found is not None and found[0] == NAME and "NOT_LEADER_OR_FOLLOWER" in found[1]
+
+
+def test_an_answer_to_an_earlier_incarnation_is_not_judged() -> None:
+    """Follower 3 fetches, crashes and restarts, and fetches again with the same correlation id:
+    the answer to its first incarnation is dropped on arrival, so no back-off is owed for it
+    (found by the fuzzer, seed 0, once its tick could land on a deadline)."""
+    rec = SpecRecorder(FuzzSetup().schedule().cluster(), TP_FUZZ, {})
+    checked(rec, Tick(30_001), ShrinkIsr(1), Crash(1), Restart(1), DoWork(3, 1), Crash(3))
+    checked(rec, Deliver(3, 1, 0), Restart(3), Deliver(0, 3, 0), DoWork(3, 1))
+    stale = rec.cluster.network.peek((1, 3), 0)
+    assert stale is not None and stale.dst_incarnation != rec.cluster.incarnation(3)
+    checked(rec, Deliver(1, 3, 0))
+
+
+def test_a_timed_out_reset_of_an_untracked_partition_owes_no_back_off() -> None:
+    """A LIST_OFFSETS of a reset times out after its partition left the fetcher: nothing is
+    left to back off, and the judge says so rather than failing on the missing state."""
+    reset = OffsetReset(TP, 0, 0)
+    request = ListOffsetsRequest(7, 2, IsolationLevel.READ_UNCOMMITTED, ())
+    flight = InFlight(7, 1_000, request, reset=reset)
+    before = FetcherView(1_000, True, flight, {}, frozenset({TP}))
+    after = FetcherView(1_000, True, None, {}, frozenset({TP}))
+    assert backoff_violations(before, after, [], BACKOFF) == []

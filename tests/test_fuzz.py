@@ -205,10 +205,10 @@ DETECTED = {
     # target: (seed, most runs, invariants it may break); seeds that find it fast
     "early-ack": (0, 100, {"AckedRecordsNeverLost", "ClientAnswersMatchLeader"}),
     "hw-from-non-isr": (0, 100, {"CommittedRecordsOnIsr"}),
-    "no-leso-guard": (1, 400, {"CommittedRecordsOnIsr"}),
+    "no-leso-guard": (4, 400, {"CommittedRecordsOnIsr"}),
     "skip-same-leader-truncation": (6, 100, {"FollowersMatchLeader"}),
     "hw-not-clamped": (0, 100, {"HighWatermarkWithinLog"}),
-    "truncation=hw": (1, 200, DURABLE),
+    "truncation=hw": (2, 200, DURABLE),
     "election=unclean": (0, 100, DURABLE),
     "acks=1": (0, 100, {"AckedRecordsNeverLost"}),
 }

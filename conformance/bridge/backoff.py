@@ -157,7 +157,7 @@ def answer_violations(
 def _request_failure(
     before: FetcherView, after: FetcherView, backoff_ms: int
 ) -> list[tuple[str, str]]:
-    """A request that timed out: its partitions back off from now (R8), except those
+    """A request that timed out: its tracked partitions back off from now (R8), except those
     already delayed and, for OffsetsForLeaderEpoch, those whose leader epoch moved since."""
     assert before.in_flight is not None
     flight, now = before.in_flight, before.now_ms
@@ -170,8 +170,12 @@ def _request_failure(
             if tp in before.states
             and before.states[tp].current_leader_epoch == data.current_leader_epoch
         }
-    elif flight.reset is not None and flight.reset.tp in before.pending_resets:
-        concerned = {flight.reset.tp}
+    elif (
+        flight.reset is not None
+        and flight.reset.tp in before.pending_resets
+        and flight.reset.tp in before.states
+    ):
+        concerned = {flight.reset.tp}  # an untracked partition has nothing to back off
     else:
         concerned = set()
     wrong = []

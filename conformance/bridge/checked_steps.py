@@ -125,12 +125,17 @@ def _fetcher_before(
     cluster: Cluster, step: Step
 ) -> tuple[FetcherView | None, FetchResponse | None]:
     """The fetcher a step works or answers, as it stands before the step, and the FETCH
-    answer the step delivers to it, if it delivers one."""
+    answer the step delivers to it, if it delivers one (an answer addressed to an earlier
+    incarnation of the broker is dropped on arrival: it reaches no fetcher)."""
     if isinstance(step, DoWork):
         return fetcher_view(cluster, step.broker, step.source), None
     if isinstance(step, Deliver) and step.dst not in (CLIENT, CONTROLLER):
         envelope = cluster.network.peek((step.src, step.dst), step.index)
-        if envelope is not None and isinstance(envelope.payload, FetchResponse):
+        if (
+            envelope is not None
+            and isinstance(envelope.payload, FetchResponse)
+            and envelope.dst_incarnation == cluster.incarnation(step.dst)
+        ):
             return fetcher_view(cluster, step.dst, step.src), envelope.payload
     return None, None
 

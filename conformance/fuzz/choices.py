@@ -91,6 +91,18 @@ def _deletions(c: Cluster, s: State) -> list[Step]:
     return [DeleteRecords(TP, offset) for offset in range(start + 1, hw + 1)]
 
 
+def next_deadline_ms(c: Cluster) -> int | None:
+    """How far off the next deadline of a running broker is: a parked produce's or fetch's
+    expiry, the end of a fetch back-off, a request's timeout (`Broker.next_timer_ms`)."""
+    now = c.clock.now_ms
+    waits = [
+        when - now
+        for b in c.broker_ids
+        if c.is_alive(b) and (when := c.brokers[b].next_timer_ms()) is not None and when > now
+    ]
+    return min(waits) if waits else None
+
+
 def _stoppable(s: State) -> list[int]:
     """Running brokers that may crash: all but the last one (a dead cluster does nothing)."""
     return sorted(s["alive"]) if len(s["alive"]) > 1 else []
@@ -195,7 +207,7 @@ def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> 
     if isinstance(step, Produce | ConsumerFetch | ConsumerListOffsets):
         return step.broker is not None and step.broker in s["alive"]
     if isinstance(step, Tick):
-        return step.ms in TICK_MS
+        return step.ms in TICK_MS or step.ms == next_deadline_ms(c)
     if isinstance(step, ShrinkIsr):  # offered by the impl's clock or by Kafka's (lag_times)
         return behind(s, step.broker)
     kind = kind_of(step)

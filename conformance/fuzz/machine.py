@@ -57,7 +57,7 @@ from kreplica.conformance.bridge.schedule import (
     TP,
     variant_to_json,
 )
-from kreplica.conformance.fuzz.choices import CHOICES, behind
+from kreplica.conformance.fuzz.choices import CHOICES, behind, next_deadline_ms
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
 from kreplica.conformance.fuzz.liveness import (
@@ -80,6 +80,7 @@ from kreplica.conformance.fuzz.setup import (
     PICK,
     SCHEDULING_KINDS,
     TICK_MS,
+    TO_NEXT_DEADLINE,
     FuzzSetup,
 )
 from kreplica.conformance.tla.itf import ItfTrace
@@ -743,10 +744,12 @@ class ReplicationMachine(RuleBasedStateMachine):
         self._choose("fetch", pick)
 
     @precondition(lambda self: self.quiet() or self.lagging())
-    @rule(ms=st.sampled_from(TICK_MS))
+    @rule(ms=st.sampled_from((*TICK_MS, TO_NEXT_DEADLINE)))
     def tick(self, ms: int) -> None:
         """Time passes, when a follower lags or nothing else would happen: followers fall out
-        of sync, backoffs end, delayed produces expire."""
+        of sync, backoffs end, delayed produces expire; or just to the next deadline."""
+        if ms == TO_NEXT_DEADLINE:
+            ms = next_deadline_ms(self.cluster) or TICK_MS[0]
         self._apply(Tick(ms))
 
     @precondition(_can("shrink_isr"))

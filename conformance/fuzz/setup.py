@@ -33,6 +33,11 @@ TICK_MS = (1_000, 30_001)
 """Clock advances: one replica.fetch.backoff.ms; just past replica.lag.time.max.ms and the
 produce timeout (followers fall out of sync, delayed produces expire)."""
 
+TO_NEXT_DEADLINE = 0
+"""The tick rule's third draw: exactly to the cluster's next deadline (`choices.next_deadline_ms`),
+where a `<` and a `<=` of Kafka's timers differ and a tick can split two parked operations;
+a fixed tick never lands there."""
+
 DEFAULT_STEPS = 40
 """Most steps per run by default. The spec's counterexamples take at most 16 actions, and every
 run ends with a settle phase of its own; a short run leaves time for more runs, and each run
