@@ -21,6 +21,7 @@ from kreplica.impl.messages import (
     AlterPartitionItemResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
+    Errors,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
@@ -162,19 +163,29 @@ class Broker:
     def handle_produce_request(
         self, src: int, src_incarnation: int, request: ProduceRequest
     ) -> None:
-        """KafkaApis.handleProduceRequest: no internal topics for clients; acks=0 is silent."""
+        """KafkaApis.handleProduceRequest: a partition without records is refused at once
+        (INVALID_RECORD, ProduceRequest.validateRecords); no internal topics for clients;
+        acks=0 is silent."""
         entries: dict[TopicPartition, tuple[int, ...]] = {}
+        invalid: dict[TopicPartition, ProducePartitionResponse] = {}
         for data in request.partitions:
-            entries[data.tp] = data.record_ids
+            if data.record_ids:
+                entries[data.tp] = data.record_ids
+            else:
+                invalid[data.tp] = ProducePartitionResponse(data.tp, Errors.INVALID_RECORD, -1, -1)
 
         def send_response(status: dict[TopicPartition, ProducePartitionResponse]) -> None:
             if request.acks == 0:
                 return
-            partitions = tuple([status[tp] for tp in entries if tp in status])
+            answered = {**status, **invalid}
+            partitions = tuple([answered[d.tp] for d in request.partitions if d.tp in answered])
             self.outbox.append(
                 Outgoing(src, ProduceResponse(request.correlation_id, partitions), src_incarnation)
             )
 
+        if not entries:
+            send_response({})
+            return
         self.replica_manager.append_records(
             request.timeout_ms, request.acks, False, entries, send_response
         )

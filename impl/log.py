@@ -64,6 +64,9 @@ class Log:
         self.tp = tp
         self.entries: list[LogEntry] = []
         self.log_start_offset = 0
+        self.base_offset = 0
+        """Where the log's one segment begins: 0, or where it last restarted (R9). Below the
+        log start offset once records are deleted (DeleteRecords keeps the segment)."""
         self.high_watermark = 0
         self.recovery_point = 0
         self.max_message_bytes = max_message_bytes
@@ -225,16 +228,18 @@ class Log:
     # --------------------------------------------------------------------------- truncation
 
     def truncate_to(self, target_offset: int) -> bool:
-        """Drop every record at or above target_offset; False if target >= LEO (Log.truncateTo)."""
+        """Drop every record at or above target_offset; False if target >= LEO (Log.truncateTo:
+        below the segment's base offset it starts a new segment there; R6, R9)."""
         self._check_online()
         if target_offset < 0:
             raise ValueError(f"cannot truncate {self.tp} to a negative offset {target_offset}")
         if target_offset >= self.log_end_offset:
             return False
-        if target_offset < self.log_start_offset:
+        if target_offset < self.base_offset:  # below the segment: start a new one there
             self.truncate_fully_and_start_at(target_offset)
             return True
-        del self.entries[target_offset - self.log_start_offset :]
+        del self.entries[max(target_offset - self.log_start_offset, 0) :]
+        self.log_start_offset = min(self.log_start_offset, target_offset)
         self._update_log_end_offset(target_offset)
         self.leader_epoch_cache.truncate_from_end(target_offset)
         return True
@@ -243,7 +248,7 @@ class Log:
         """Delete every record and restart the log (and HW) at new_offset; clears the cache."""
         self._check_online()
         self.entries.clear()
-        self.log_start_offset = new_offset
+        self.log_start_offset = self.base_offset = new_offset
         self._update_log_end_offset(new_offset)
         self.leader_epoch_cache.clear()
         if self.high_watermark < new_offset:

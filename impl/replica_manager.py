@@ -57,6 +57,19 @@ from kreplica.impl.variants import Variant
 ProduceCallback = Callable[[dict[TopicPartition, ProducePartitionResponse]], None]
 FetchCallback = Callable[[tuple[FetchPartitionResponse, ...]], None]
 
+UNKNOWN_APPEND_INFO_ERRORS = frozenset(
+    {
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        Errors.NOT_LEADER_OR_FOLLOWER,
+        Errors.MESSAGE_TOO_LARGE,
+        Errors.RECORD_LIST_TOO_LARGE,
+        Errors.CORRUPT_MESSAGE,
+        Errors.KAFKA_STORAGE_ERROR,
+    }
+)
+"""The append errors Kafka answers without a log start offset (appendToLocalLog's first
+case: LogAppendInfo.UnknownLogAppendInfo); any other failed append carries the leader's."""
+
 
 @dataclass(slots=True)
 class LogReadResult:
@@ -271,13 +284,18 @@ class ReplicaManager:
                     info.first_offset, info.last_offset, info.log_start_offset, NO_ERROR
                 )
             except KafkaError as exc:
-                partition_or_error = self.all_partitions.get(tp)
-                leader_log = (
-                    partition_or_error.leader_log_if_local() if partition_or_error else None
-                )
-                log_start = leader_log.log_start_offset if leader_log is not None else -1
+                log_start = self._failed_append_log_start(tp, exc.error)
                 results[tp] = LogAppendResult(-1, -1, log_start, exc.error)
         return results
+
+    def _failed_append_log_start(self, tp: TopicPartition, error: Errors) -> int:
+        """The log start offset a failed append answers (R14): -1 for the errors Kafka answers
+        with UnknownLogAppendInfo, else the leader's log start (-1 without a leader log)."""
+        if error in UNKNOWN_APPEND_INFO_ERRORS:
+            return -1
+        partition = self.all_partitions.get(tp)
+        leader_log = partition.leader_log_if_local() if partition is not None else None
+        return leader_log.log_start_offset if leader_log is not None else -1
 
     # ------------------------------------------------------------------------------ fetch
 

@@ -414,6 +414,8 @@ ProducerAcks == {IF Acks = "-1" THEN -1 ELSE 1} \cup (IF FireAndForget THEN {0} 
 \* (NOT_ENOUGH_REPLICAS) and nothing is appended.  Otherwise it is appended in
 \* the leader's epoch; acks=1 is answered at once, acks=-1 waits in the
 \* purgatory until the HW passes it, and acks=0 is never answered (never acked).
+\* The append may move the HW past produces already waiting (when a follower
+\* catching up no longer holds it back), which it completes.
 Produce(l, acks) ==
     /\ l \in alive /\ leader[l] = l
     /\ acks \in ProducerAcks
@@ -428,16 +430,20 @@ Produce(l, acks) ==
                                                     record |-> nextRecord])]
                 p == [record |-> nextRecord, replica |-> l, offset |-> off]
                 waits == acks = -1 /\ "early-ack" \notin Bugs
+                own == IF acks = 0 \/ (waits /\ Cardinality(isr[l]) < MinIsr)
+                       THEN {} ELSE {nextRecord}
             IN  \E newHw \in NewHws(l, lg, remoteLeo, isr[l]) :
                 /\ log' = lg
                 /\ epochCache' = [epochCache EXCEPT ![l] = Assign(@, leaderEpoch[l], off)]
                 /\ hw' = [hw EXCEPT ![l] = newHw]
                 /\ committed' = committed \cup Exposed(l, lg, newHw)
+                \* the new HW completes the produces already waiting, as AdvanceHw
+                \* (tryCompleteDelayedRequests); then this one waits or is answered
                 /\ IF waits /\ newHw <= off
-                   THEN pending' = pending \cup {p} /\ UNCHANGED acked
-                   ELSE /\ acked' = IF acks = 0 \/ (waits /\ Cardinality(isr[l]) < MinIsr)
-                                    THEN acked ELSE acked \cup {nextRecord}
-                        /\ UNCHANGED pending
+                   THEN pending' = (pending \ DoneProduces(l, lg, newHw)) \cup {p}
+                   ELSE pending' = pending \ DoneProduces(l, lg, newHw)
+                /\ acked' = acked \cup AckedProduces(l, lg, newHw, isr[l])
+                               \cup (IF waits /\ newHw <= off THEN {} ELSE own)
                 /\ UNCHANGED <<recoveryPoint, leaderEpoch, leader, fetchState, isr,
                                remoteLeo, clusterVars, crashes, uncleanShutdowns, removed>>
 

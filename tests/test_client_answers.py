@@ -217,3 +217,34 @@ def test_an_early_or_late_delayed_fetch_answer_is_named() -> None:
     rec.cluster.clock.advance(500)  # the clock passes the deadline, no broker ticks
     [(name, reason)] = waiting(rec)
     assert name == NAME and "max_wait_ms (500) is over" in reason
+
+
+def test_odd_batches_are_refused_without_offsets() -> None:
+    """A batch without records is INVALID_RECORD at any broker (KafkaApis checks it first); a
+    batch over message.max.bytes is MESSAGE_TOO_LARGE at the leader; both answer base offset
+    and log start offset -1 (appendToLocalLog's UnknownLogAppendInfo), and neither is a spec
+    action: the record retried alone is."""
+    config = BrokerConfig(replica_fetch_wait_max_ms=0, max_message_bytes=1)
+    rec = SpecRecorder(Cluster((1, 2), {"t": 1}, config=config), TP, {})
+    send(rec, Produce(TP, (), -1, broker=2), 2)
+    send(rec, Produce(TP, (), -1, broker=1), 1)
+    send(rec, Produce(TP, (1, 1), -1, broker=1), 1)
+    assert [e.action for e in rec.events] == ["Init"]
+    send(rec, Produce(TP, (1,), -1, broker=1), 1)
+    assert [e.action for e in rec.events] == ["Init", "Produce"]
+    answers = [
+        (p.error, p.base_offset, p.log_start_offset)
+        for b in (2, 1)
+        for a in rec.cluster.network.queue((b, CLIENT))
+        for p in a.payload.partitions
+    ]
+    assert answers == [
+        (Errors.INVALID_RECORD, -1, -1),
+        (Errors.INVALID_RECORD, -1, -1),
+        (Errors.MESSAGE_TOO_LARGE, -1, -1),
+    ]
+    with_start = ProduceResponse(
+        0, (ProducePartitionResponse(TP, Errors.MESSAGE_TOO_LARGE, -1, 0),)
+    )
+    reason = wrong(rec, Produce(TP, (2, 2), -1, broker=1), 1, with_start)
+    assert reason is not None and "expected (-1, -1)" in reason

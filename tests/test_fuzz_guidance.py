@@ -42,7 +42,9 @@ def test_a_lagging_follower_is_another_abstract_state() -> None:
 def test_the_abstraction_forgets_offsets_and_record_ids() -> None:
     """Two records instead of one: the same relations, the same abstract state."""
     one = _states([Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0)])[-1]
-    two = _states([Produce(TP, (1, 2), -1, 1), Deliver(-1, 1, 0)])[-1]
+    two = _states(
+        [Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0), Produce(TP, (2,), -1, 1), Deliver(-1, 1, 0)]
+    )[-1]
     assert one["log"] != two["log"]
     assert abstract_state(one) == abstract_state(two)
 

@@ -145,3 +145,23 @@ def test_a_partition_with_no_leader_epoch_yet_answers_unknown_leader_epoch() -> 
     text = json.dumps(json.loads(dumps_trace(rec.trace())))
     [result] = check_texts([("hosted-without-epoch", text)], CheckSettings(params, SPEC, TLC))
     assert rejected([result]) == []
+
+
+def test_an_append_that_moves_the_hw_completes_the_produces_waiting() -> None:
+    """Found by a fuzz corpus (seed 1): the leader, alone in its ISR, holds its HW back for a
+    follower caught up within replica.lag.time.max.ms, so an acks=-1 produce waits; a later
+    append finds that follower no longer caught up, and the HW jumps past both records. Kafka's
+    appendRecordsToLeader completes the waiting produce in the same call; the spec's Produce
+    did not (it now does). The trace is the corpus's, cut after that Produce."""
+    path = Path(__file__).parent / "fixtures" / "conformance" / "produce-completes-waiting.itf.json"
+    text = path.read_text()
+    states = json.loads(text)["states"]
+    before, after = states[-2], states[-1]
+    assert after["#meta"]["action"] == "Produce"
+    assert [p["record"] for p in before["pending"]["#set"]] == [3]
+    assert after["pending"]["#set"] == [] and 3 in after["acked"]["#set"]
+    params = SpecParams(
+        min_insync_replicas=CONFIG.min_insync_replicas, fetch_max_records=FETCH_MAX_RECORDS
+    )
+    [result] = check_texts([("produce-completes-waiting", text)], CheckSettings(params, SPEC, TLC))
+    assert rejected([result]) == []

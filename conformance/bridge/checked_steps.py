@@ -73,8 +73,10 @@ class SpecRecorder(Recorder):
     """The recorder, except that some client requests are no spec action: a consumer's FETCH
     and LIST_OFFSETS (the spec's reads are its `committed` history; `client_answers` judges
     their answers), and a PRODUCE the broker refuses before the spec's Produce could take it:
-    at a broker that does not lead, with invalid acks, or to another partition. The fuzzer
-    retries such a record at once, as a producer does, so the spec's producer sends it once."""
+    at a broker that does not lead, with invalid acks, to another partition, or in a batch
+    that is not one record (the spec's Produce appends one; message.max.bytes refuses two in
+    the fuzzer's set-up). The fuzzer retries such a record at once, as a producer does, so the
+    spec's producer sends it once."""
 
     def _name(self, step: Step) -> tuple[str, Args] | None:
         """The spec action of a step; None for a client request the spec does not see."""
@@ -91,7 +93,7 @@ class SpecRecorder(Recorder):
         s = self.state
         return (
             request.acks in (-1, 0, 1)
-            and all(p.tp == self.tp for p in request.partitions)
+            and all(p.tp == self.tp and len(p.record_ids) == 1 for p in request.partitions)
             and broker in s["alive"]
             and s["leader"][broker - 1] == broker
         )

@@ -29,6 +29,7 @@ from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.projection import CLIENT, State
 from kreplica.conformance.bridge.recorder import Arrival
 from kreplica.impl.cluster import Cluster
+from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
     INTERNAL_TOPICS,
@@ -178,8 +179,7 @@ def judge(
     log start offset when the request arrived, if known)."""
     if isinstance(request, ProduceRequest) and isinstance(answer, ProduceResponse):
         start = log_start_of(s, b) if log_start is None else log_start
-        min_isr = cluster.brokers[b].config.min_insync_replicas
-        return _produce(request, answer, b, tp, s, min_isr, start)
+        return _produce(request, answer, b, tp, s, cluster.brokers[b].config, start)
     if isinstance(request, FetchRequest) and isinstance(answer, FetchResponse):
         wrong = _fetch(request, answer, b, tp, s)
         return wrong or _fetch_too_early(request, answer, b, s, waited_ms)
@@ -212,6 +212,20 @@ def _offset_of(s: State, b: int, record: int) -> int | None:
 
 # ------------------------------------------------------------------------------ PRODUCE
 
+NO_APPEND_INFO = frozenset(
+    {
+        Errors.INVALID_RECORD,
+        Errors.INVALID_REQUIRED_ACKS,
+        Errors.INVALID_TOPIC_EXCEPTION,
+        Errors.MESSAGE_TOO_LARGE,
+        Errors.RECORD_LIST_TOO_LARGE,
+        Errors.CORRUPT_MESSAGE,
+        Errors.KAFKA_STORAGE_ERROR,
+    }
+)
+"""Refusals Kafka answers with base offset and log start offset -1: the request's own checks
+(validateRecords, the acks, an internal topic) and appendToLocalLog's UnknownLogAppendInfo."""
+
 
 def _produce(
     request: ProduceRequest,
@@ -219,7 +233,7 @@ def _produce(
     b: int,
     tp: TopicPartition,
     s: State,
-    min_isr: int,
+    config: BrokerConfig,
     log_start: int,
 ) -> str | None:
     """ReplicaManager.appendRecords and DelayedProduce.onComplete, seen by the producer
@@ -232,7 +246,7 @@ def _produce(
         return f"PRODUCE answered for {sorted(map(str, got))}, asked {sorted(map(str, asked))}"
     for ptp, part in got.items():
         records = asked[ptp]
-        allowed = _produce_errors(request.acks, records, ptp, b, tp, s, min_isr)
+        allowed = _produce_errors(request.acks, records, ptp, b, tp, s, config)
         if part.error not in allowed:
             names = " or ".join(sorted(e.name for e in allowed))
             if allowed == {Errors.REQUEST_TIMED_OUT}:
@@ -256,9 +270,11 @@ def _produce_errors(
     b: int,
     tp: TopicPartition,
     s: State,
-    min_isr: int,
+    config: BrokerConfig,
 ) -> set[Errors]:
     """The errors the state allows in the answer for one partition (R14, R17)."""
+    if ptp == tp and not records:  # KafkaApis' validateRecords, before anything else
+        return {Errors.INVALID_RECORD}
     if acks not in (-1, 1):
         return {Errors.INVALID_REQUIRED_ACKS}
     if ptp.topic in INTERNAL_TOPICS:
@@ -267,14 +283,18 @@ def _produce_errors(
         return {Errors.UNKNOWN_TOPIC_OR_PARTITION}
     if not _leads(s, b):
         return {Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION}
-    offset = _offset_of(s, b, records[0]) if records else None
-    if offset is None:  # a leader refuses only an acks=-1 produce, under min.isr
+    offset = _offset_of(s, b, records[0])
+    if offset is None:  # a leader refuses an acks=-1 produce under min.isr, then a large batch
+        if acks == -1 and len(s["isr"][b - 1]) < config.min_insync_replicas:
+            return {Errors.NOT_ENOUGH_REPLICAS}
+        if len(records) * RECORD_SIZE_BYTES > config.max_message_bytes:
+            return {Errors.MESSAGE_TOO_LARGE}
         return {Errors.NOT_ENOUGH_REPLICAS} if acks == -1 else {Errors.NONE}
     if acks == 1:
         return {Errors.NONE}
     if s["hw"][b - 1] < offset + len(records):  # only expiry answers what the HW has not passed
         return {Errors.REQUEST_TIMED_OUT}
-    if len(s["isr"][b - 1]) < min_isr:
+    if len(s["isr"][b - 1]) < config.min_insync_replicas:
         return {Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
     return {Errors.NONE}
 
@@ -306,7 +326,7 @@ def _produce_offsets(
     -1 for what a broker refused without a leader log of its own; the append's offset and the
     leader's log start for an append that was made (a DelayedProduce keeps both, whatever
     error it ends with)."""
-    if error in (Errors.INVALID_REQUIRED_ACKS, Errors.INVALID_TOPIC_EXCEPTION) or ptp != tp:
+    if error in NO_APPEND_INFO or ptp != tp:
         expected = [(-1, -1)]
     elif error is Errors.NOT_ENOUGH_REPLICAS:
         expected = [(-1, log_start)]

@@ -35,6 +35,7 @@ from kreplica.impl.broker import Outgoing
 from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (
+    RECORD_SIZE_BYTES,
     FetchRequest,
     FetchResponse,
     LeaderAndIsrRequest,
@@ -117,6 +118,8 @@ class Setup:
     variant: Variant = field(default_factory=Variant)
     min_insync_replicas: int = 1
     fetch_max_records: int = 1_048_576
+    batch_max_records: int = 1_048_576
+    """message.max.bytes, in records (a recorded fuzz run's is 1: `setup.BATCH_MAX_RECORDS`)."""
     produce_timeout_ms: int = PRODUCE_TIMEOUT_MS
     """The producer's request timeout: a recorded run's own (the simulator's default);
     longer for a TLC trace, whose LeaderShrinkIsr waits must not expire produces."""
@@ -127,6 +130,7 @@ class Setup:
             replica_fetch_wait_max_ms=0,
             min_insync_replicas=self.min_insync_replicas,
             replica_fetch_max_bytes=self.fetch_max_records,
+            max_message_bytes=self.batch_max_records * RECORD_SIZE_BYTES,
         )
         brokers = tuple(range(1, self.replicas + 1))
         return Cluster(brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=config)

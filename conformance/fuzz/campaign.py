@@ -30,6 +30,7 @@ from kreplica.conformance.fuzz.liveness import LIVENESS
 from kreplica.conformance.fuzz.machine import Failure, FuzzFailure, ReplicationMachine, RunStats
 from kreplica.conformance.fuzz.reproducible import local_constants_off
 from kreplica.conformance.fuzz.setup import (
+    BATCH_MAX_RECORDS,
     CONFIG,
     FETCH_MAX_RECORDS,
     FuzzSetup,
@@ -174,6 +175,7 @@ def failure_trace(result: FuzzResult) -> ItfTrace:
         "replicas": result.setup.replicas,
         "min_insync_replicas": CONFIG.min_insync_replicas,
         "fetch_max_records": FETCH_MAX_RECORDS,
+        "batch_max_records": BATCH_MAX_RECORDS,
         "seed": result.seed,
         "impl_steps": steps_json(f.steps),
     }

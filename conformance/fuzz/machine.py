@@ -73,6 +73,7 @@ from kreplica.conformance.fuzz.liveness import (
     stale_election,
 )
 from kreplica.conformance.fuzz.setup import (
+    BATCH_MAX_RECORDS,
     CONFIG,
     COSTLY_KINDS,
     FAULTS,
@@ -102,9 +103,10 @@ from kreplica.impl.steps import (
     Tick,
 )
 
-REFUSED_PRODUCES = ("not-leader", "invalid-acks", "internal-topic")
+REFUSED_PRODUCES = ("not-leader", "invalid-acks", "internal-topic", "empty-batch", "large-batch")
 """How the refused_produce rule gets its first attempt refused (NOT_LEADER_OR_FOLLOWER,
-INVALID_REQUIRED_ACKS, INVALID_TOPIC_EXCEPTION)."""
+INVALID_REQUIRED_ACKS, INVALID_TOPIC_EXCEPTION; INVALID_RECORD for a batch without records,
+MESSAGE_TOO_LARGE for a batch of two records, over the set-up's message.max.bytes)."""
 INVALID_ACKS = 2
 """An acks value Kafka refuses (only -1, 0 and 1 are valid)."""
 ISOLATION_LEVELS = (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)
@@ -416,6 +418,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             "invariants": setup.invariants,
             "min_insync_replicas": CONFIG.min_insync_replicas,
             "fetch_max_records": FETCH_MAX_RECORDS,
+            "batch_max_records": BATCH_MAX_RECORDS,
             "impl_steps": len(self.steps),
             "hidden_steps": True,
         }
@@ -654,8 +657,8 @@ class ReplicationMachine(RuleBasedStateMachine):
     @rule(target=produced, pick=PICK, refused=st.sampled_from(REFUSED_PRODUCES))
     def refused_produce(self, pick: int, refused: str) -> int:
         """A producer's record is first refused (sent to a broker that does not lead, with
-        invalid acks, or to an internal topic), then retried at a broker that believes it
-        leads, as a producer retries."""
+        invalid acks, to an internal topic, in an empty batch or in a batch too large), then
+        retried at a broker that believes it leads, as a producer retries."""
         leaders = self.leaders()
         step = replace(
             self.cluster.next_record(TP, int(self.setup.variant.acks)),
@@ -667,6 +670,10 @@ class ReplicationMachine(RuleBasedStateMachine):
             first = replace(step, broker=followers[pick % len(followers)])
         elif refused == "internal-topic":
             first = replace(step, tp=INTERNAL_TP)
+        elif refused == "empty-batch":
+            first = replace(step, record_ids=())
+        elif refused == "large-batch":  # the record twice: its retry keeps the spec's nextRecord
+            first = replace(step, record_ids=step.record_ids * 2)
         else:
             first = replace(step, acks=INVALID_ACKS)
         assert first.broker is not None

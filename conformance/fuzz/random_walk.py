@@ -26,7 +26,7 @@ from kreplica.conformance.bridge.recorder import Recorder
 from kreplica.conformance.bridge.replay import TP
 from kreplica.conformance.errors import KreplicaError, file_error, run_command
 from kreplica.conformance.fuzz.choices import CHOICES
-from kreplica.conformance.fuzz.setup import CONFIG, FETCH_MAX_RECORDS, TICK_MS
+from kreplica.conformance.fuzz.setup import BATCH_MAX_RECORDS, CONFIG, FETCH_MAX_RECORDS, TICK_MS
 from kreplica.conformance.tla.itf import ItfTrace, dumps_trace
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.steps import Deliver, Tick
@@ -87,6 +87,7 @@ def corpus(
             "replicas": replicas,
             "min_insync_replicas": CONFIG.min_insync_replicas,
             "fetch_max_records": FETCH_MAX_RECORDS,
+            "batch_max_records": BATCH_MAX_RECORDS,
         }
         yield walk(variant, replicas, steps, rng, meta)
 

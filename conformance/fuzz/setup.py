@@ -23,11 +23,17 @@ FETCH_MAX_RECORDS = 2
 """Records per follower fetch, so that a lagging follower catches up over several fetches
 (the spec bounds a fetch by MaxFetchRecords likewise)."""
 
+BATCH_MAX_RECORDS = 1
+"""Records per produced batch at most (message.max.bytes): the spec's Produce appends one."""
+
 CONFIG = BrokerConfig(
     replica_fetch_wait_max_ms=0,
     replica_fetch_max_bytes=FETCH_MAX_RECORDS * RECORD_SIZE_BYTES,
+    max_message_bytes=BATCH_MAX_RECORDS * RECORD_SIZE_BYTES,
 )
-"""Follower fetches are answered at once, as the spec answers them, and they are short."""
+"""Follower fetches are answered at once, as the spec answers them, and they are short; a
+produced batch holds one record (message.max.bytes), as the spec's Produce appends one, so a
+batch of two is refused with MESSAGE_TOO_LARGE."""
 
 TICK_MS = (1_000, 30_001)
 """Clock advances: one replica.fetch.backoff.ms; just past replica.lag.time.max.ms and the

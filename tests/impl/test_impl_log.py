@@ -113,6 +113,22 @@ def test_truncate_to_drops_tail_lowers_hw_and_recovery_point() -> None:
     assert log.truncate_to(5) is False
 
 
+def test_truncate_below_deleted_records_keeps_the_segment() -> None:
+    """Kafka's truncateTo starts a new segment only below the first segment's base offset:
+    below a log start that DeleteRecords moved, the log start follows the target down and
+    the recovery point is lowered as in any truncation (found by conformance, 2026-11-26)."""
+    log = leader_log((0, (1, 2, 3)))
+    log.update_high_watermark(3)
+    log.maybe_increment_log_start_offset(3)
+    assert log.truncate_to(2) is True
+    assert (log.base_offset, log.log_start_offset, log.log_end_offset) == (0, 2, 2)
+    assert (log.high_watermark, log.recovery_point) == (2, 0)
+    log.truncate_fully_and_start_at(5)
+    log.append_as_follower((E(5, 0, 9),))
+    assert log.truncate_to(3) is True  # below the new segment's base: a new one at 3
+    assert (log.base_offset, log.log_start_offset, log.recovery_point) == (3, 3, 3)
+
+
 def test_truncate_fully_and_start_at_restarts_log_and_hw() -> None:
     log = leader_log((0, (1, 2)))
     log.truncate_fully_and_start_at(7)
