@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from kreplica.conformance.mutation.campaign import (
     Outcome,
     run_baseline,
     run_mutant,
+    unmutated_replays,
 )
 from kreplica.conformance.mutation.engine import plan, run, settings_of
 from kreplica.conformance.mutation.operators import Mutant
@@ -280,3 +282,29 @@ def test_a_campaign_the_unmutated_implementation_fails_runs_no_mutant(
     assert result.exit_code == 1, result.output
     assert "the unmutated implementation fails the campaign (conformance" in result.stderr
     assert not (out / "results.json").exists(), "no mutant has an outcome"
+
+
+def test_a_failure_the_unmutated_implementation_replays_is_not_the_mutants(
+    tmp_path: Path,
+) -> None:
+    """A mutant can change only which steps the fuzzer takes (the tick to the next deadline
+    reads the purgatory): a failure found then may be the implementation's own. The check
+    replays it on the unmutated implementation: a saved schedule that shows its recorded
+    violation, or a corpus trace reproduced state for state, is not the mutant's; a schedule
+    whose recorded violation the implementation does not show is."""
+    regressions = Path(__file__).parent.parent / "traces" / "regressions"
+    [saved] = sorted(regressions.glob("bug-early-ack-*.schedule.json"))
+    deadline = time.monotonic() + 120
+    assert unmutated_replays(str(saved), tmp_path, deadline)
+    other = json.loads(saved.read_text())
+    other["violation"] = {"invariant": "FollowersMatchLeader", "reason": "not this one"}
+    edited = tmp_path / "edited.schedule.json"
+    edited.write_text(json.dumps(other))
+    assert not unmutated_replays(str(edited), tmp_path, deadline)
+    corpus = tmp_path / "corpus.jsonl"
+    result = CliRunner().invoke(
+        main, ["fuzz", "--examples", "3", "--steps", "10", "--corpus", str(corpus),
+               "--out", str(tmp_path / "fuzz")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert unmutated_replays(f"{corpus}:1", tmp_path, deadline)

@@ -50,7 +50,10 @@ kill rate with the stillborn ones (the edit does not import).
 \b
 Before the first mutant, the same campaign runs on impl/ itself: if the
 unmutated implementation fails it, no kill would mean anything, and the
-command stops (exit 1) naming the stage and the failure.
+command stops (exit 1) naming the stage and the failure. And each kill is
+replayed on the unmutated implementation (`kreplica replay` of the saved
+schedule or the rejected trace): if it replays, the failure is not the
+mutant's, and the verdict is error.
 
 \b
 Exit codes:

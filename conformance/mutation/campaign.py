@@ -18,8 +18,12 @@ Verdicts:
     stillborn   the mutated package does not import, or fuzz exited 2 (bad input at start-up):
                 left out of the rate
     error       conform could not check some trace and found none violating (exit 2), or
-                another exit code: left out of the rate, reported with its reason, and run
-                again when the results are resumed
+                another exit code, or the failure is not the mutant's: the unmutated
+                implementation replays it as it is (`kreplica replay` of the saved schedule
+                or of the rejected trace exits 0; the mutant only changed which steps the
+                fuzzer took, and a divergence of the implementation's own showed): left out
+                of the rate, reported with its reason, and run again when the results are
+                resumed
     survived    both exited 0
 
 Every process runs in its own process group (and dies with this one, `tla.tlc.death_signal`);
@@ -168,19 +172,33 @@ def _last_line(text: str, *markers: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _violation(out: Path) -> str:
-    """The first violating trace of a conform result set, in one line ("": none)."""
+def _violation(out: Path) -> tuple[str, str]:
+    """The first violating trace of a conform result set: its id, and a line saying where and
+    why (("", ""): none)."""
     try:
         lines = (out / "results.json").read_text(encoding="utf-8").splitlines()
         rows = [json.loads(line) for line in lines if line.strip()]
     except (OSError, ValueError):
-        return ""
+        return "", ""
     for row in rows:
         if isinstance(row, dict) and row.get("verdict") == "violates":
             diff = str(row.get("diff") or row.get("reason") or "")[:200]
             where = f"step {row.get('step')} ({row.get('action')})"
-            return f"{row.get('trace_id')} violates at {where}: {diff}"
-    return ""
+            trace_id = str(row.get("trace_id"))
+            return trace_id, f"{trace_id} violates at {where}: {diff}"
+    return "", ""
+
+
+OWN_FAILURE = "not the mutant's: the unmutated implementation replays it as it is"
+"""The detail of an error verdict for a failure the implementation shows without the edit."""
+
+
+def unmutated_replays(target: str, work: Path, deadline: float) -> bool:
+    """True if `kreplica replay TARGET` on the unmutated implementation exits 0: a saved
+    schedule shows the violation it recorded, or a corpus trace (PATH:LINE) is reproduced
+    state for state. The failure is then the implementation's own, not the mutant's."""
+    code, _ = _run(["replay", target], work, dict(os.environ), deadline)
+    return code == 0
 
 
 def run_mutant(mutant: Mutant, campaign: Campaign, scratch: Path | None = None) -> Outcome:
@@ -199,7 +217,9 @@ def run_baseline(campaign: Campaign, scratch: Path | None = None) -> Outcome:
     outcome = Outcome("(unmutated)", SURVIVED)
     return _in_scratch(
         campaign, outcome, "kreplica-baseline-", scratch,
-        lambda work, deadline: _stages(campaign, work, dict(os.environ), deadline, outcome),
+        lambda work, deadline: _stages(
+            campaign, work, dict(os.environ), deadline, outcome, mutated=False
+        ),
     )  # fmt: skip
 
 
@@ -225,11 +245,17 @@ def _in_scratch(
 
 
 def _stages(
-    campaign: Campaign, work: Path, env: dict[str, str], deadline: float, o: Outcome
+    campaign: Campaign,
+    work: Path,
+    env: dict[str, str],
+    deadline: float,
+    o: Outcome,
+    mutated: bool = True,
 ) -> None:
     """The correct protocol's stage, then each variant's, until one does not survive."""
     for variant in (None, *campaign.variants):
-        _stage(campaign, variant, work / (variant or "default").replace("=", "-"), env, deadline, o)
+        where = work / (variant or "default").replace("=", "-")
+        _stage(campaign, variant, where, env, deadline, o, mutated)
         if o.verdict != SURVIVED:
             return
 
@@ -262,9 +288,11 @@ def _stage(
     env: dict[str, str],
     deadline: float,
     o: Outcome,
+    mutated: bool = True,
 ) -> None:
     """One fuzz + conform campaign: the correct protocol's (`variant` None, invariants on) or
-    a variant's (conformance only); fills in the outcome `o` unless the mutant survives it."""
+    a variant's (conformance only); fills in the outcome `o` unless the mutant survives it.
+    For a mutant (`mutated`), a failure the unmutated implementation replays is an error."""
     work.mkdir()
     corpus = work / "corpus.jsonl"
     chosen = [] if variant is None else ["--variant", variant]
@@ -277,26 +305,48 @@ def _stage(
     where = "" if variant is None else f" ({variant})"
     code, text = _run(fuzz_args, work, env, deadline)
     o.exits["fuzz" + where] = code
-    if code == 1:
-        o.verdict, o.by = KILLED, "fuzz" + where
-        o.detail = _last_line(text, "violation ")  # the summary's line, else the traceback's
-        return
-    if code == 2:
-        o.verdict, o.detail = STILLBORN, f"fuzz{where} exit 2: " + _last_line(text, "error")
-        return
     if code != 0:
-        o.verdict, o.detail = ERROR, f"fuzz{where} exit {code}: " + _last_line(text)
+        _judge_fuzz(code, text, where, work, deadline, o, mutated)
         return
     conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1", *chosen]
     code, text = _run([*conform_args, "--out", str(work / "conform")], work, env, deadline)
     o.exits["conform" + where] = code
-    violation = _violation(work / "conform") if code in (1, 2) else ""
-    if code == 1:
+    if code != 0:
+        _judge_conform(code, text, where, work, deadline, o, mutated)
+
+
+def _judge_fuzz(
+    code: int, text: str, where: str, work: Path, deadline: float, o: Outcome, mutated: bool
+) -> None:
+    """The verdict of a fuzz stage that did not pass (exit `code`, output `text`)."""
+    if code == 2:
+        o.verdict, o.detail = STILLBORN, f"fuzz{where} exit 2: " + _last_line(text, "error")
+        return
+    if code != 1:
+        o.verdict, o.detail = ERROR, f"fuzz{where} exit {code}: " + _last_line(text)
+        return
+    detail = _last_line(text, "violation ")  # the summary's line, else the traceback's
+    saved = sorted((work / "fuzz").glob("*.schedule.json"))
+    if mutated and saved and unmutated_replays(str(saved[0]), work, deadline):
+        o.verdict, o.detail = ERROR, f"fuzz{where}: {OWN_FAILURE}: {detail}"
+        return
+    o.verdict, o.by, o.detail = KILLED, "fuzz" + where, detail
+
+
+def _judge_conform(
+    code: int, text: str, where: str, work: Path, deadline: float, o: Outcome, mutated: bool
+) -> None:
+    """The verdict of a conform stage that did not pass (exit `code`, output `text`)."""
+    trace_id, violation = _violation(work / "conform") if code in (1, 2) else ("", "")
+    if code == 2 and violation:  # exit 2 outranks 1: some traces unchecked, some violate
+        violation = f"{violation} (and: {_last_line(text, 'could not be checked')})"
+    killed = code == 1 or bool(violation)
+    if killed and mutated and trace_id and unmutated_replays(trace_id, work, deadline):
+        o.verdict, o.detail = ERROR, f"conformance{where}: {OWN_FAILURE}: {violation}"
+        return
+    if killed:
         o.verdict, o.by = KILLED, "conformance" + where
         o.detail = violation or _last_line(text, "violat")
-    elif code == 2 and violation:  # exit 2 outranks 1: some traces unchecked, some violate
-        o.verdict, o.by = KILLED, "conformance" + where
-        o.detail = f"{violation} (and: {_last_line(text, 'could not be checked')})"
-    elif code != 0:
+    else:
         o.verdict = ERROR
         o.detail = f"conform{where} exit {code}: " + _last_line(text, "error")
