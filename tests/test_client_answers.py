@@ -248,3 +248,18 @@ def test_odd_batches_are_refused_without_offsets() -> None:
     )
     reason = wrong(rec, Produce(TP, (2, 2), -1, broker=1), 1, with_start)
     assert reason is not None and "expected (-1, -1)" in reason
+
+
+def test_a_produce_timed_out_before_its_timeout_is_named() -> None:
+    """DelayedProduce expires when its timeout_ms has passed (R17): REQUEST_TIMED_OUT after
+    less is too early, whatever the state; after the whole timeout it is right."""
+    rec = recorder()
+    send(rec, Produce(TP, (1,), -1, broker=1), 1)  # appended at 0, waiting for the follower
+    before = set(rec.cluster.client.pending)
+    rec.cluster.apply(Produce(TP, (1,), -1, broker=1))
+    [corr] = set(rec.cluster.client.pending) - before
+    request = rec.cluster.client.pending[corr].request
+    timed_out = ProduceResponse(0, (ProducePartitionResponse(TP, Errors.REQUEST_TIMED_OUT, 0, 0),))
+    early = judge(request, timed_out, 1, TP, rec.state, rec.cluster, 1_000)
+    assert early is not None and "before its timeout_ms" in early
+    assert judge(request, timed_out, 1, TP, rec.state, rec.cluster, request.timeout_ms) is None

@@ -179,7 +179,8 @@ def judge(
     log start offset when the request arrived, if known)."""
     if isinstance(request, ProduceRequest) and isinstance(answer, ProduceResponse):
         start = log_start_of(s, b) if log_start is None else log_start
-        return _produce(request, answer, b, tp, s, cluster.brokers[b].config, start)
+        wrong = _produce(request, answer, b, tp, s, cluster.brokers[b].config, start)
+        return wrong or _produce_too_early(request, answer, waited_ms)
     if isinstance(request, FetchRequest) and isinstance(answer, FetchResponse):
         wrong = _fetch(request, answer, b, tp, s)
         return wrong or _fetch_too_early(request, answer, b, s, waited_ms)
@@ -297,6 +298,21 @@ def _produce_errors(
     if len(s["isr"][b - 1]) < config.min_insync_replicas:
         return {Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
     return {Errors.NONE}
+
+
+def _produce_too_early(
+    request: ProduceRequest, answer: ProduceResponse, waited_ms: int | None
+) -> str | None:
+    """Why a REQUEST_TIMED_OUT came before the produce's timeout_ms (DelayedProduce expires
+    when its timeout passes, R17), or None."""
+    if waited_ms is None or waited_ms >= request.timeout_ms:
+        return None
+    if any(p.error is Errors.REQUEST_TIMED_OUT for p in answer.partitions):
+        return (
+            f"PRODUCE answered REQUEST_TIMED_OUT after {waited_ms} ms, before its timeout_ms "
+            f"({request.timeout_ms})"
+        )
+    return None
 
 
 def _produce_success(
