@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +118,9 @@ class Setup:
     variant: Variant = field(default_factory=Variant)
     min_insync_replicas: int = 1
     fetch_max_records: int = 1_048_576
-    batch_max_records: int = 1_048_576
-    """message.max.bytes, in records (a recorded fuzz run's is 1: `setup.BATCH_MAX_RECORDS`)."""
+    batch_max_records: int | None = None
+    """message.max.bytes in records, if the trace records it (a fuzz run's is 1:
+    `setup.BATCH_MAX_RECORDS`); else the broker's default."""
     produce_timeout_ms: int = PRODUCE_TIMEOUT_MS
     """The producer's request timeout: a recorded run's own (the simulator's default);
     longer for a TLC trace, whose LeaderShrinkIsr waits must not expire produces."""
@@ -130,8 +131,9 @@ class Setup:
             replica_fetch_wait_max_ms=0,
             min_insync_replicas=self.min_insync_replicas,
             replica_fetch_max_bytes=self.fetch_max_records,
-            max_message_bytes=self.batch_max_records * RECORD_SIZE_BYTES,
         )
+        if self.batch_max_records is not None:
+            config = replace(config, max_message_bytes=self.batch_max_records * RECORD_SIZE_BYTES)
         brokers = tuple(range(1, self.replicas + 1))
         return Cluster(brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=config)
 

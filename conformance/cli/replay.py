@@ -126,14 +126,12 @@ def recorded_setup(trace: ItfTrace) -> Setup:
             "in #meta as positive integers"
         )
     batch = meta.get("batch_max_records")  # recorded since 2026-11-26
-    if not (isinstance(batch, int) and batch > 0):
-        batch = Setup.batch_max_records
     return Setup(
         replicas=numbers["replicas"],
         variant=variant,
         min_insync_replicas=numbers["min_insync_replicas"],
         fetch_max_records=numbers["fetch_max_records"],
-        batch_max_records=batch,
+        batch_max_records=batch if isinstance(batch, int) and batch > 0 else None,
         produce_timeout_ms=RECORDED_PRODUCE_TIMEOUT_MS,
     )
 

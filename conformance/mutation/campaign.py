@@ -288,7 +288,7 @@ def _stage(
     env: dict[str, str],
     deadline: float,
     o: Outcome,
-    mutated: bool = True,
+    mutated: bool,
 ) -> None:
     """One fuzz + conform campaign: the correct protocol's (`variant` None, invariants on) or
     a variant's (conformance only); fills in the outcome `o` unless the mutant survives it.
