@@ -200,6 +200,7 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         (["--sample", "1", "--steps", "3", "--out", "{tmp}/default-size"], "other settings"),
         (["--variants", "truncation=hw,election=bogus"], "--variants election=bogus"),
         (["--sample", "1", "--variants", "", "--out", "{tmp}/default-size"], "other settings"),
+        (["--variants", "isr=alter-partition"], "the spec does not model it"),
     ],
     ids=[
         "sample-0",
@@ -212,6 +213,7 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         "another-campaign-size",
         "unknown-variant",
         "other-variants",
+        "variant-not-in-spec",
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -256,6 +258,18 @@ def test_a_kill_in_a_variants_campaign_counts_for_its_checker() -> None:
     t = tally(outcomes)
     assert (t.by, t.in_variants, t.rate) == ({"fuzz": 1, "conformance": 1}, 1, 2 / 3)
     assert "| (of these, in a variant's campaign) | (1) |" in markdown(outcomes, {})
+
+
+def test_a_mutant_of_kip101_code_is_killed_in_the_kip101_stage(tmp_path: Path) -> None:
+    """A KIP-101 leader answers OffsetsForLeaderEpoch without an epoch, and the follower
+    truncates to the offset it gives, done (R6 case (b)): code only `truncation=kip101` runs. The
+    correct protocol's stage cannot see a mutant of it, the variant's conformance does (the
+    follower asks again where the spec's follower fetches)."""
+    mutant = _mutant("fetcher.py", "true-false", "min(leader_epoch_offset.end_offset, replica_end")
+    campaign = Campaign(examples=60, steps=40, time_limit=300, variants=("truncation=kip101",))
+    outcome = run_mutant(mutant, campaign, tmp_path)
+    assert (outcome.verdict, outcome.by) == (KILLED, "conformance (truncation=kip101)"), outcome
+    assert outcome.exits["fuzz"] == outcome.exits["conform"] == 0
 
 
 def test_the_unmutated_implementation_passes_a_small_campaign() -> None:

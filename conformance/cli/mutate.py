@@ -27,7 +27,7 @@ from kreplica.conformance.mutation.results import (
     tally,
 )
 from kreplica.conformance.validate.locks import lock_output
-from kreplica.impl.variants import VariantError, parse_variant
+from kreplica.impl.variants import VariantError, not_in_spec, parse_variant
 
 EPILOG = """\b
 Examples:
@@ -59,7 +59,8 @@ mutant's, and the verdict is error.
 Exit codes:
   0  every sampled mutant has an outcome (whatever the kill rate)
   1  the unmutated implementation fails the campaign: nothing was run
-  2  bad input: --sample below 1, an unknown variant in --variants, an
+  2  bad input: --sample below 1, an unknown variant in --variants or one
+     the spec does not model, an
      unreadable or malformed equivalent file,
      an --out that is a file, holds results of other settings or is in use
      by another kreplica mutate, an unwritable --markdown
@@ -111,7 +112,7 @@ def _lock(folder: Path) -> int:
               help="Most steps per fuzz run (kreplica fuzz --steps).")  # fmt: skip
 @click.option("--variants", default=",".join(Campaign().variants), show_default=True,
               help="Protocol variants whose traces must conform too, comma-separated "
-              "('' for none).")  # fmt: skip
+              "('' for none; the spec must model each).")  # fmt: skip
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report as Markdown to this file.")  # fmt: skip
 @click.option("--equivalent", "equivalent_path", type=click.Path(path_type=Path),
@@ -136,9 +137,13 @@ def mutate_command(
     chosen = tuple(v.strip() for v in variants.split(",") if v.strip())
     for v in chosen:
         try:
-            parse_variant([v])
+            unmodelled = not_in_spec(parse_variant([v]))
         except VariantError as err:
             raise KreplicaError(f"--variants {v}: {err}") from None
+        if unmodelled:
+            raise KreplicaError(
+                f"--variants {v}: the spec does not model it (nothing to conform to)"
+            )
     campaign = Campaign(examples, steps, seed, time_limit, chosen)
     folder = out or Path("build/mutation") / f"seed-{seed}"
     fd = _lock(folder)

@@ -8,7 +8,8 @@ same size of campaign under that variant for conformance only: `kreplica fuzz --
 --no-invariants ...` (an unsafe variant breaks invariants by design; a step that raises still
 fails it) and `kreplica conform C --variant V ...`, the variant's traces against the spec under
 the same variant. The variants' code (truncation to the HW and the out-of-range reset, R9;
-unclean elections) is shared with the correct protocol's, and no other campaign reaches it.
+unclean elections; KIP-101's end offsets without epochs, R6) is shared with the correct
+protocol's, and no other campaign reaches it.
 Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
@@ -70,7 +71,7 @@ class Campaign:
     steps: int = 50
     seed: int = 1
     time_limit: float = 600.0
-    variants: tuple[str, ...] = ("truncation=hw", "election=unclean")
+    variants: tuple[str, ...] = ("truncation=hw", "election=unclean", "truncation=kip101")
     """Protocol variants (`kreplica fuzz --variant`) whose traces must conform too."""
 
 
