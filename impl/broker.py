@@ -294,6 +294,19 @@ class Broker:
                 candidates.append(wake)
         return min(candidates) if candidates else None
 
+    def handle_log_dir_failure(self) -> None:
+        """The broker's log dir fails (an IOException; its only one, `log.dirs`): every log on
+        it refuses I/O, and every request for its partitions is answered KAFKA_STORAGE_ERROR
+        (their Partitions count as offline), until the broker halts (`has_offline_log_dir`)
+        and restarts."""
+        for log in self.log_manager.logs.values():
+            log.offline = True
+
+    def has_offline_log_dir(self) -> bool:
+        """True once the log dir failed: LogManager.handleLogDirFailure halts the broker then,
+        no live log dir being left (Exit.halt)."""
+        return any(log.offline for log in self.log_manager.logs.values())
+
     def shutdown(self) -> None:
         """The process dies: nothing in memory survives; the logs stay with the LogManager."""
         self.alive = False

@@ -49,6 +49,7 @@ from kreplica.impl.steps import (
     Elect,
     FailLogDir,
     Flush,
+    HaltOnLogDirFailure,
     Heal,
     Isolate,
     Produce,
@@ -250,9 +251,12 @@ class Cluster:
             self.network.unblock(step.a, step.b)
             return []
         if isinstance(step, FailLogDir):
-            log = self.log(step.broker, step.tp)
-            if log is not None:
-                log.offline = True
+            if self.is_alive(step.broker):
+                self.brokers[step.broker].handle_log_dir_failure()
+            return []
+        if isinstance(step, HaltOnLogDirFailure):
+            if self.is_alive(step.broker) and self.brokers[step.broker].has_offline_log_dir():
+                self._crash(step.broker, unclean=False)
             return []
         if isinstance(step, DeleteRecords):
             leader = self.leader(step.tp)
@@ -379,6 +383,10 @@ class Cluster:
             for b in self.broker_ids:
                 if self.is_alive(b):
                     steps += [Crash(b), UncleanShutdown(b), Flush(b)]
+                    if self.brokers[b].has_offline_log_dir():
+                        steps.append(HaltOnLogDirFailure(b))
+                    else:
+                        steps += [FailLogDir(b, tp) for tp in self.partitions]
                     if b not in self.controller.live_brokers:
                         steps.append(Register(b))
                 else:

@@ -27,9 +27,11 @@ class LogManager:
         return log
 
     def flush_all(self) -> None:
-        """Flush every log: move each recovery point to its LEO."""
+        """Flush every log: move each recovery point to its LEO; a log on a failed dir stays
+        as it is (Log.flush raises KafkaStorageException, LogManager.flushDirtyLogs goes on)."""
         for tp in sorted(self.logs):
-            self.logs[tp].flush()
+            if not self.logs[tp].offline:
+                self.logs[tp].flush()
 
     def recover_all(self, unclean: bool) -> None:
         """Reload every log at start-up; after an unclean shutdown lose unflushed records."""

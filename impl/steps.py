@@ -159,10 +159,18 @@ class Heal:
 
 @dataclass(frozen=True, slots=True)
 class FailLogDir:
-    """The log directory holding tp on broker fails: storage errors until a restart."""
+    """The log directory holding tp on broker fails, the broker's only one (every log on it):
+    storage errors until the broker halts (HaltOnLogDirFailure) and restarts."""
 
     broker: int
     tp: TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class HaltOnLogDirFailure:
+    """A broker whose log dir failed halts: no live log dir is left (a crash)."""
+
+    broker: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,5 +201,6 @@ Step = (
     | Isolate
     | Heal
     | FailLogDir
+    | HaltOnLogDirFailure
     | DeleteRecords
 )

@@ -46,7 +46,9 @@ CONSTANTS
     \* @type: Bool;
     FireAndForget,        \* may producers also send acks=0 (no answer at all)?
     \* @type: Bool;
-    RecordDeletion        \* may clients delete records below the HW (DeleteRecords)?
+    RecordDeletion,       \* may clients delete records below the HW (DeleteRecords)?
+    \* @type: Bool;
+    LogDirFailures        \* may a broker's log dir fail (its only one: it halts; a crash)?
 
 ASSUME Truncation \in {"kip279", "kip101", "hw"}
 ASSUME Election \in {"clean", "unclean"}
@@ -102,6 +104,9 @@ VARIABLES
     \* --- the controller and the cluster ---
     \* @type: Set(Int);
     alive,          \* brokers that are running
+    \* @type: Set(Int);
+    logDirOffline,  \* brokers whose log dir has failed: their Partition answers
+                    \* KAFKA_STORAGE_ERROR until they halt and come back (Restart)
     \* @type: Int -> Int;
     incarnation,    \* how many times each broker has started (its connections' lifetime)
     \* @type: Set(Int);
@@ -134,7 +139,8 @@ VARIABLES
 
 replicaVars == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader,
                  fetchState, isr, remoteLeo>>
-clusterVars == <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs>>
+clusterVars == <<alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
+                 msgs>>
 historyVars == <<nextRecord, pending, acked, committed, crashes, uncleanShutdowns>>
 vars == <<replicaVars, clusterVars, historyVars, removed, action>>
 
@@ -223,11 +229,13 @@ EndOffsetForKip101(cache, requested, leo) ==
         ELSE <<Undefined, cache[Min(higher)].startOffset>>
 
 \* ReplicaManager.getPartitionOrException (a replica that has not heard of the
-\* partition since it started hosts none), Partition.checkCurrentLeaderEpoch
+\* partition since it started hosts none; a hosted Partition whose log dir
+\* failed is offline: KAFKA_STORAGE_ERROR), Partition.checkCurrentLeaderEpoch
 \* (a hosted Partition with NoEpoch is older than any epoch a request carries),
 \* then the leader check (R1).
 RequestError(l, epoch) ==
     IF leaderEpoch[l] = NotHosted THEN "NOT_LEADER_OR_FOLLOWER"
+    ELSE IF l \in logDirOffline THEN "KAFKA_STORAGE_ERROR"
     ELSE IF Fencing = "kip320" /\ epoch < leaderEpoch[l] THEN "FENCED_LEADER_EPOCH"
     ELSE IF Fencing = "kip320" /\ epoch > leaderEpoch[l] THEN "UNKNOWN_LEADER_EPOCH"
     ELSE IF leader[l] # l THEN "NOT_LEADER_OR_FOLLOWER"
@@ -387,6 +395,7 @@ Init ==
     /\ isr = [r \in Replicas |-> IF r = FirstLeader THEN Replicas ELSE {}]
     /\ remoteLeo = [r \in Replicas |-> [f \in Replicas |-> -1]]
     /\ alive = Replicas
+    /\ logDirOffline = {}
     /\ incarnation = [r \in Replicas |-> 1]
     /\ ctrlLive = Replicas
     /\ ctrlLeader = FirstLeader
@@ -411,7 +420,8 @@ ProducerAcks == {IF Acks = "-1" THEN -1 ELSE 1} \cup (IF FireAndForget THEN {0} 
 \* ReplicaManager.appendRecords -> Partition.appendRecordsToLeader (R14, R13).
 \* A producer sends record `nextRecord` to leader l with `acks` (per request).
 \* With acks=-1 and an ISR below min.insync.replicas it is refused
-\* (NOT_ENOUGH_REPLICAS) and nothing is appended.  Otherwise it is appended in
+\* (NOT_ENOUGH_REPLICAS) and nothing is appended, as on a failed log dir
+\* (KAFKA_STORAGE_ERROR).  Otherwise it is appended in
 \* the leader's epoch; acks=1 is answered at once, acks=-1 waits in the
 \* purgatory until the HW passes it, and acks=0 is never answered (never acked).
 \* The append may move the HW past produces already waiting (when a follower
@@ -422,7 +432,7 @@ Produce(l, acks) ==
     /\ nextRecord <= MaxRecords
     /\ nextRecord' = nextRecord + 1
     /\ Act("Produce", [replica |-> l, record |-> nextRecord, acks |-> acks])
-    /\ IF acks = -1 /\ Cardinality(isr[l]) < MinIsr
+    /\ IF (acks = -1 /\ Cardinality(isr[l]) < MinIsr) \/ l \in logDirOffline
        THEN UNCHANGED <<replicaVars, clusterVars, pending, acked, committed,
                         crashes, uncleanShutdowns, removed>>
        ELSE LET off == LEO(l)
@@ -463,7 +473,7 @@ ExpireDelayedProduce(p) ==
 \* new log start offset from their fetches.
 DeleteRecords(l, offset) ==
     /\ RecordDeletion
-    /\ l \in alive /\ leader[l] = l
+    /\ l \in alive /\ l \notin logDirOffline /\ leader[l] = l
     /\ offset \in 0..hw[l]
     /\ Act("DeleteRecords", [replica |-> l, offset |-> offset])
     /\ IF offset > LogStart(l)
@@ -480,12 +490,13 @@ DeleteRecords(l, offset) ==
 \* follower f asks its leader for records from its LEO, in its leader epoch
 \* (having given up on any request still unanswered: FetcherSend).
 FollowerSendFetch(f) ==
-    /\ FollowsLeader(f)
+    /\ FollowsLeader(f) /\ f \notin logDirOffline
     /\ fetchState[f] = "Fetching"
     /\ FetcherSend(f, [type |-> "FetchRequest", src |-> f, dst |-> leader[f],
                        inc |-> incarnation[f], epoch |-> leaderEpoch[f], offset |-> LEO(f)])
     /\ Act("FollowerSendFetch", [replica |-> f, leader |-> leader[f]])
-    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+                   ctrlIsr, historyVars, removed>>
 
 \* ReplicaManager.fetchMessages for a follower (R15, R1, R10, R11, R13): record
 \* the follower's LEO, maybe add it to the ISR, maybe advance the HW, and send
@@ -518,17 +529,19 @@ LeaderHandleFetch(m) ==
                    /\ Reply(m, response("NONE", SubSeq(log[l], m.offset + 1,
                                                        Min2(LEO(l), m.offset + MaxFetchRecords))))
                    /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader,
-                                  fetchState, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, nextRecord,
-                                  crashes, uncleanShutdowns, removed>>
+                                  fetchState, alive, logDirOffline, incarnation, ctrlLive,
+                                  ctrlLeader, ctrlEpoch, nextRecord, crashes, uncleanShutdowns,
+                                  removed>>
           ELSE /\ Reply(m, response(IF err = "NONE" THEN "OFFSET_OUT_OF_RANGE" ELSE err, <<>>))
-               /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
-                              historyVars, removed>>
+               /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader,
+                              ctrlEpoch, ctrlIsr, historyVars, removed>>
 
 \* AbstractFetcherThread.processFetchRequest (R8): follower f appends what its
 \* leader sent, sets HW = min(leader HW, own LEO) (never below its log start),
 \* and raises its log start offset to the leader's; on OFFSET_OUT_OF_RANGE it
 \* asks the leader for its LEO (R9).  A response that no longer matches the
-\* fetcher's state is ignored.
+\* fetcher's state is ignored.  On a failed log dir the append fails, and the
+\* Partition is marked failed.
 FollowerHandleFetchResponse(m) ==
     /\ m \in msgs /\ m.type = "FetchResponse" /\ m.dst \in alive
     /\ LET f == m.dst
@@ -543,7 +556,11 @@ FollowerHandleFetchResponse(m) ==
        /\ IF current /\ m.error = "OFFSET_OUT_OF_RANGE"
           THEN FetcherSendOnAnswer(f, ListOffsetsRequest(f, m.src, "LATEST"))
           ELSE Consume(m)
-       /\ CASE current /\ m.error = "NONE" ->
+       /\ CASE current /\ m.error = "NONE" /\ f \in logDirOffline ->   \* the append fails
+                 /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
+                 /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader, isr,
+                                remoteLeo, removed>>
+            [] current /\ m.error = "NONE" ->
                  /\ log' = [log EXCEPT ![f] = newLog]
                  /\ epochCache' = [epochCache EXCEPT ![f] =
                                       IF raise THEN TruncateFromStart(cache, m.logStart)
@@ -558,7 +575,8 @@ FollowerHandleFetchResponse(m) ==
                                 isr, remoteLeo, removed>>
             [] OTHER ->   \* stale, or an error to back off from and retry
                  UNCHANGED <<replicaVars, removed>>
-       /\ UNCHANGED <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
+       /\ UNCHANGED <<alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
+                      historyVars>>
 
 \* ReplicaManager.fetchOffsetForTimestamp (ListOffsets) for a follower (R9, R1):
 \* the leader answers LATEST with its LEO and EARLIEST with its log start offset.
@@ -571,7 +589,8 @@ LeaderHandleListOffsets(m) ==
                         epoch |-> m.epoch, error |-> err, timestamp |-> m.timestamp,
                         offset |-> IF err = "NONE" THEN offset ELSE Undefined])
            /\ Act("LeaderHandleListOffsets", [replica |-> l, follower |-> m.src])
-    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+                   ctrlIsr, historyVars, removed>>
 
 \* AbstractFetcherThread.fetchOffsetAndTruncate (R9), the two LIST_OFFSETS
 \* calls Kafka makes inside handleOutOfRangeError: a follower whose log is
@@ -591,19 +610,20 @@ FollowerHandleListOffsetsResponse(m) ==
        /\ IF latest /\ m.offset >= LEO(f)
           THEN FetcherSendOnAnswer(f, ListOffsetsRequest(f, m.src, "EARLIEST"))
           ELSE Consume(m)
-       /\ CASE latest ->
+       /\ CASE latest /\ (f \notin logDirOffline \/ m.offset >= LEO(f)) ->
                  /\ Truncate(f, m.offset, "truncation")
                  /\ UNCHANGED fetchState
-            [] earliest /\ m.offset > LEO(f) ->
+            [] earliest /\ m.offset > LEO(f) /\ f \notin logDirOffline ->
                  /\ TruncateFullyAndStartAt(f, m.offset)
                  /\ UNCHANGED fetchState
             [] current /\ m.error = "FENCED_LEADER_EPOCH" ->
                  /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
-            [] OTHER ->   \* EARLIEST at or below the LEO (nothing to do), stale, or an error
+            [] OTHER ->   \* EARLIEST at or below the LEO (nothing to do), stale, an error, or
+                          \* a truncation that fails on a failed log dir (back off, retry)
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
-       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader,
-                      ctrlEpoch, ctrlIsr, historyVars>>
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, logDirOffline, incarnation,
+                      ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
 -----------------------------------------------------------------------------
 (* Replication: truncation when a replica becomes a follower *)
@@ -616,14 +636,17 @@ FollowerTruncateToHighWatermark(f) ==
     /\ FollowsLeader(f)
     /\ fetchState[f] = "Truncating"
     /\ Truncation = "hw" \/ epochCache[f] = <<>>
-    /\ Truncate(f, hw[f], "truncation")
-    /\ fetchState' = [fetchState EXCEPT ![f] = "Fetching"]
-    /\ FetcherSend(f, [type |-> "FetchRequest", src |-> f, dst |-> leader[f],
-                       inc |-> incarnation[f], epoch |-> leaderEpoch[f],
-                       offset |-> Min2(hw[f], LEO(f))])
+    /\ IF f \in logDirOffline   \* the truncation fails: doTruncate marks the Partition failed
+       THEN /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
+            /\ UNCHANGED <<log, epochCache, hw, recoveryPoint, removed, msgs>>
+       ELSE /\ Truncate(f, hw[f], "truncation")
+            /\ fetchState' = [fetchState EXCEPT ![f] = "Fetching"]
+            /\ FetcherSend(f, [type |-> "FetchRequest", src |-> f, dst |-> leader[f],
+                               inc |-> incarnation[f], epoch |-> leaderEpoch[f],
+                               offset |-> Min2(hw[f], LEO(f))])
     /\ Act("FollowerTruncateToHighWatermark", [replica |-> f, leader |-> leader[f]])
-    /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
-                   ctrlIsr, historyVars>>
+    /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, logDirOffline, incarnation, ctrlLive,
+                   ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
 \* AbstractFetcherThread.maybeTruncate -> fetchEpochEndOffsets (R7): follower f
 \* asks its leader where its latest epoch ends, sending its current epoch too.
@@ -635,7 +658,8 @@ FollowerSendOffsetsForLeaderEpoch(f) ==
                        inc |-> incarnation[f], epoch |-> leaderEpoch[f],
                        requested |-> LatestEpoch(f)])
     /\ Act("FollowerSendOffsetsForLeaderEpoch", [replica |-> f, leader |-> leader[f]])
-    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+                   ctrlIsr, historyVars, removed>>
 
 \* ReplicaManager.lastOffsetForLeaderEpoch (R1, R3): the leader answers with
 \* the end of the requested epoch in its own log.
@@ -652,7 +676,8 @@ LeaderHandleOffsetsForLeaderEpoch(m) ==
                         endOffset |-> IF err = "NONE" THEN answer[2] ELSE Undefined])
            /\ Act("LeaderHandleOffsetsForLeaderEpoch",
                   [replica |-> l, follower |-> m.src, requested |-> m.requested])
-    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+                   ctrlIsr, historyVars, removed>>
 
 \* The follower's truncation offset and whether truncation is complete (R6).
 TruncationPoint(f, eL, oL) ==
@@ -667,6 +692,8 @@ TruncationPoint(f, eL, oL) ==
 
 \* AbstractFetcherThread.truncateToEpochEndOffsets (R6, R7): follower f
 \* truncates where its log leaves the leader's, then fetches (or asks again).
+\* On a failed log dir the truncation fails (doTruncate marks the Partition
+\* failed).
 FollowerHandleOffsetsForLeaderEpochResponse(m) ==
     /\ m \in msgs /\ m.type = "OffsetsForLeaderEpochResponse" /\ m.dst \in alive
     /\ LET f == m.dst
@@ -676,7 +703,10 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
        IN
        /\ Act("FollowerHandleOffsetsForLeaderEpochResponse", [replica |-> f, leader |-> m.src])
        /\ Consume(m)
-       /\ CASE current /\ m.error = "NONE" ->
+       /\ CASE current /\ m.error = "NONE" /\ f \in logDirOffline ->   \* the truncation fails
+                 /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
+                 /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
+            [] current /\ m.error = "NONE" ->
                  /\ Truncate(f, point[1], "truncation")
                  /\ fetchState' = [fetchState EXCEPT ![f] = IF point[2] THEN "Fetching"
                                                            ELSE "Truncating"]
@@ -685,8 +715,8 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
             [] OTHER ->
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
-       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, incarnation, ctrlLive, ctrlLeader,
-                      ctrlEpoch, ctrlIsr, historyVars>>
+       /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, logDirOffline, incarnation,
+                      ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
 -----------------------------------------------------------------------------
 (* Leadership: LeaderAndIsr *)
@@ -699,7 +729,9 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
 \* A request whose leader is not a live broker (NoLeader: the partition is
 \* offline) changes nothing but that the broker now hosts the Partition, with
 \* NoEpoch if it had none: becomeLeaderOrFollower creates it before
-\* makeFollowers aborts the transition.
+\* makeFollowers aborts the transition.  A broker whose log dir failed answers
+\* KAFKA_STORAGE_ERROR and changes nothing (the controller, which would then
+\* mark the replica offline, is not modelled: the broker halts first).
 BecomeLeaderOrFollower(m) ==
     /\ m \in msgs /\ m.type = "LeaderAndIsr" /\ m.dst \in alive
     /\ LET r == m.dst
@@ -713,7 +745,9 @@ BecomeLeaderOrFollower(m) ==
        IN
        /\ Act("BecomeLeaderOrFollower", [replica |-> r, epoch |-> m.epoch, leader |-> m.leader])
        /\ Consume(m)
-       /\ IF m.epoch <= leaderEpoch[r] \/ m.leader = NoLeader
+       /\ IF r \in logDirOffline   \* answered KAFKA_STORAGE_ERROR: nothing changes
+          THEN UNCHANGED <<replicaVars, historyVars>>
+          ELSE IF m.epoch <= leaderEpoch[r] \/ m.leader = NoLeader
           THEN /\ leaderEpoch' = [leaderEpoch EXCEPT ![r] = IF @ = NotHosted THEN NoEpoch ELSE @]
                /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, leader, fetchState, isr,
                               remoteLeo, historyVars>>
@@ -730,7 +764,8 @@ BecomeLeaderOrFollower(m) ==
                   ELSE /\ pending' = {p \in pending : p.replica # r}
                        /\ UNCHANGED <<hw, committed, acked>>
                /\ UNCHANGED <<log, recoveryPoint, nextRecord, crashes, uncleanShutdowns>>
-       /\ UNCHANGED <<alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, removed>>
+       /\ UNCHANGED <<alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
+                      removed>>
 
 -----------------------------------------------------------------------------
 (* The ISR *)
@@ -741,7 +776,7 @@ BecomeLeaderOrFollower(m) ==
 \* l leads the controller's current epoch and its session is live.  The HW is
 \* then recomputed and may advance.
 LeaderShrinkIsr(l, out) ==
-    /\ l \in alive /\ leader[l] = l
+    /\ l \in alive /\ l \notin logDirOffline /\ leader[l] = l
     /\ out # {} /\ out \subseteq isr[l] \ {l}
     /\ \A f \in out : remoteLeo[l][f] # LEO(l)
     /\ ctrlLeader = l /\ ctrlEpoch = leaderEpoch[l] /\ l \in ctrlLive
@@ -752,8 +787,8 @@ LeaderShrinkIsr(l, out) ==
            /\ AdvanceHw(l, log, newHw, newIsr)
     /\ Act("LeaderShrinkIsr", [replica |-> l, followers |-> out])
     /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, remoteLeo,
-                   alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, msgs, nextRecord, crashes,
-                   uncleanShutdowns, removed>>
+                   alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, msgs,
+                   nextRecord, crashes, uncleanShutdowns, removed>>
 
 -----------------------------------------------------------------------------
 (* The controller *)
@@ -794,7 +829,7 @@ ControllerDetectFailure(r) ==
            /\ msgs' = IF f.bump THEN msgs \cup Propagate(ctrlLive', alive, epoch, f.leader, f.isr)
                       ELSE msgs
     /\ Act("ControllerDetectFailure", [replica |-> r])
-    /\ UNCHANGED <<replicaVars, alive, incarnation, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, historyVars, removed>>
 
 \* Election.leaderForPreferredReplica / an admin election: the controller makes
 \* l leader in a new epoch.  Clean: l is a live ISR member and the ISR stays;
@@ -807,7 +842,7 @@ ControllerElectLeader(l) ==
     /\ ctrlEpoch' = ctrlEpoch + 1
     /\ msgs' = msgs \cup Propagate(ctrlLive, alive, ctrlEpoch + 1, l, ctrlIsr')
     /\ Act("ControllerElectLeader", [replica |-> l])
-    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, historyVars, removed>>
 
 -----------------------------------------------------------------------------
 (* Faults *)
@@ -832,7 +867,8 @@ Crash(r) ==
     /\ crashes' = crashes + 1
     /\ StopReplica(r)
     /\ Act("Crash", [replica |-> r])
-    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, incarnation, ctrlLive, ctrlLeader,
+    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, logDirOffline, incarnation, ctrlLive,
+                   ctrlLeader,
                    ctrlEpoch, ctrlIsr, nextRecord, acked, committed, uncleanShutdowns, removed>>
 
 \* A power loss: the log keeps only what was flushed (below the recovery point,
@@ -850,10 +886,39 @@ UncleanShutdown(r) ==
             /\ hw' = [hw EXCEPT ![r] = Min2(@, LEO(r))]
             /\ UNCHANGED <<log, recoveryPoint, removed>>
     /\ Act("UncleanShutdown", [replica |-> r])
-    /\ UNCHANGED <<incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked,
+    /\ UNCHANGED <<logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord,
+                   acked,
                    committed, crashes>>
 
-\* The broker comes back and registers (KafkaController.onBrokerStartup).  It
+\* The broker's log dir fails (an IOException: LogDirFailureChannel.
+\* maybeAddOfflineLogDir).  Until the broker halts (HaltOnLogDirFailure), no
+\* write reaches its log: every request for its Partition is answered
+\* KAFKA_STORAGE_ERROR (RequestError), its leader's work stops (a produce is
+\* refused, the ISR is not shrunk, no record is deleted, nothing is flushed),
+\* and its fetcher marks the Partition failed where it would have appended or
+\* truncated (AbstractFetcherThread's KafkaStorageException), backs off where
+\* the out-of-range reset would have truncated, and sends no FETCH.  It counts
+\* as a crash.
+FailLogDir(r) ==
+    /\ LogDirFailures /\ r \in alive /\ r \notin logDirOffline /\ crashes < MaxCrashes
+    /\ crashes' = crashes + 1
+    /\ logDirOffline' = logDirOffline \cup {r}
+    /\ Act("FailLogDir", [replica |-> r])
+    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
+                   msgs, nextRecord, pending, acked, committed, uncleanShutdowns, removed>>
+
+\* LogManager.handleLogDirFailure: no live log dir is left (a broker of one log
+\* dir), so the broker halts (Exit.halt): a crash; its log stays on the failed dir.
+HaltOnLogDirFailure(r) ==
+    /\ r \in alive /\ r \in logDirOffline
+    /\ StopReplica(r)
+    /\ Act("HaltOnLogDirFailure", [replica |-> r])
+    /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, logDirOffline, incarnation, ctrlLive,
+                   ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked, committed, crashes,
+                   uncleanShutdowns, removed>>
+
+\* The broker comes back and registers (KafkaController.onBrokerStartup), with
+\* its log dir back if it had failed (repaired, its data intact).  It
 \* loads its log first (the Log constructor): the epoch cache keeps no epoch that
 \* starts at or past the LEO (truncateFromEnd), so a leader's epoch without
 \* records is forgotten, and the HW checkpoint is capped at the LEO
@@ -873,6 +938,7 @@ Restart(r) ==
            epoch == IF elect THEN bounced + 1 ELSE bounced
        IN  /\ epoch <= MaxEpoch
            /\ alive' = alive \cup {r}
+           /\ logDirOffline' = logDirOffline \ {r}
            /\ incarnation' = [incarnation EXCEPT ![r] = @ + 1]
            /\ ctrlLive' = live
            /\ ctrlLeader' = IF elect THEN e.leader ELSE f.leader
@@ -889,10 +955,11 @@ Restart(r) ==
     /\ UNCHANGED <<log, recoveryPoint, leaderEpoch, leader, fetchState, isr, remoteLeo,
                    historyVars, removed>>
 
-\* Log.flush: the replica's log is durable up to its LEO.
+\* Log.flush: the replica's log is durable up to its LEO (a failed log dir
+\* flushes nothing).
 Flush(r) ==
     /\ MaxUncleanShutdowns > 0   \* without power losses flushing changes nothing
-    /\ r \in alive /\ recoveryPoint[r] < LEO(r)
+    /\ r \in alive /\ r \notin logDirOffline /\ recoveryPoint[r] < LEO(r)
     /\ recoveryPoint' = [recoveryPoint EXCEPT ![r] = LEO(r)]
     /\ Act("Flush", [replica |-> r])
     /\ UNCHANGED <<log, hw, epochCache, leaderEpoch, leader, fetchState, isr, remoteLeo,
@@ -903,7 +970,8 @@ LoseMessage(m) ==
     /\ LossyNetwork /\ m \in msgs
     /\ Consume(m)
     /\ Act("LoseMessage", [from |-> m.src, to |-> m.dst])
-    /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars, removed>>
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+                   ctrlIsr, historyVars, removed>>
 
 -----------------------------------------------------------------------------
 
@@ -917,6 +985,8 @@ Next ==
           \/ ControllerElectLeader(r)
           \/ Crash(r)
           \/ UncleanShutdown(r)
+          \/ FailLogDir(r)
+          \/ HaltOnLogDirFailure(r)
           \/ Restart(r)
           \/ Flush(r)
           \/ \E out \in SUBSET Replicas : LeaderShrinkIsr(r, out)
@@ -958,9 +1028,10 @@ MessageTypes == {"FetchRequest", "FetchResponse", "OffsetsForLeaderEpochRequest"
 
 \* Weak fairness of each replica's fetcher thread (AbstractFetcherThread.doWork),
 \* of a leader's isr-expiration task (Partition.maybeShrinkIsr), of the
-\* controller noticing a failure (KafkaController.onBrokerFailure), of a dead
-\* broker being restarted, and of the delivery of each link's messages of each
-\* type (per sender, receiver and type, so that no link starves another).
+\* controller noticing a failure (KafkaController.onBrokerFailure), of a broker
+\* whose log dir failed halting, of a dead broker being restarted, and of the
+\* delivery of each link's messages of each type (per sender, receiver and
+\* type, so that no link starves another).
 Fairness ==
     /\ \A r \in Replicas :
           /\ WF_vars(FollowerSendFetch(r))
@@ -968,6 +1039,7 @@ Fairness ==
           /\ WF_vars(FollowerSendOffsetsForLeaderEpoch(r))
           /\ WF_vars(\E out \in SUBSET Replicas : LeaderShrinkIsr(r, out))
           /\ WF_vars(ControllerDetectFailure(r))
+          /\ WF_vars(HaltOnLogDirFailure(r))
           /\ WF_vars(Restart(r))
     /\ \A s \in Replicas \cup {Controller}, d \in Replicas, t \in MessageTypes :
           WF_vars(\E m \in msgs : m.src = s /\ m.dst = d /\ m.type = t /\ Handle(m))
@@ -991,6 +1063,7 @@ TypeOK ==
          /\ isr[r] \subseteq Replicas
          /\ \A f \in Replicas : remoteLeo[r][f] \in -1..MaxRecords
     /\ alive \subseteq Replicas
+    /\ logDirOffline \subseteq Replicas
     /\ \A r \in Replicas : incarnation[r] \in 1..(1 + MaxCrashes + MaxUncleanShutdowns)
     /\ ctrlLive \subseteq Replicas
     /\ ctrlLeader \in Replicas \cup {NoLeader} /\ ctrlEpoch \in 0..MaxEpoch
@@ -1055,6 +1128,15 @@ LeaderEpochsOnlyGrow ==
     [][/\ ctrlEpoch' >= ctrlEpoch
        /\ \A r \in alive \cap alive' : leaderEpoch'[r] >= leaderEpoch[r]]_vars
 
+\* Within a leader's epoch a follower joins its ISR only from a fetch at or past
+\* the leader's HW and the start of the leader's epoch (R11): the ISR expansion
+\* guard, which KAFKA-7128 (the seeded bug "no-leso-guard") lacks.  The fetch
+\* offset is the follower's LEO the leader records (remoteLeo').
+IsrJoinsCaughtUp ==
+    [][\A l \in Replicas :
+          (leader[l] = l /\ leader'[l] = l /\ leaderEpoch'[l] = leaderEpoch[l]) =>
+              \A f \in isr'[l] \ isr[l] : remoteLeo'[l][f] >= Max2(hw[l], Leso(l))]_vars
+
 -----------------------------------------------------------------------------
 (* Reachability witnesses: each is violated exactly when an interesting state *)
 (* is reached, so a config that expects the violation proves it is reached.  *)
@@ -1082,6 +1164,11 @@ NeverStartedAtLeaderLogStart ==
 \* No running broker hosts a Partition without a leader epoch (a restarted broker
 \* whose first LeaderAndIsr names no leader does).
 NeverHostedWithoutEpoch == \A r \in alive : leaderEpoch[r] # NoEpoch
+
+\* No follower has been answered KAFKA_STORAGE_ERROR by a leader whose log dir
+\* failed (before it halts).
+NeverAnsweredStorageError ==
+    ~\E m \in msgs : m.type = "FetchResponse" /\ m.error = "KAFKA_STORAGE_ERROR"
 
 -----------------------------------------------------------------------------
 (* Liveness (under FairSpec), each named for the progress it protects *)

@@ -46,12 +46,13 @@ Unobserved(t, ev) == TraceLog[t].hidden \cup (IF "o" \in DOMAIN ev THEN ev.o ELS
 
 \* The spec's variables, by name and by value, in the same order.
 VarNames == <<"log", "hw", "epochCache", "recoveryPoint", "leaderEpoch", "leader",
-              "fetchState", "isr", "remoteLeo", "alive", "incarnation", "ctrlLive",
+              "fetchState", "isr", "remoteLeo", "alive", "logDirOffline", "incarnation", "ctrlLive",
               "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs", "nextRecord", "pending", "acked",
               "committed", "crashes", "uncleanShutdowns", "removed">>
 VarValues == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, isr,
-               remoteLeo, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, msgs,
-               nextRecord, pending, acked, committed, crashes, uncleanShutdowns, removed>>
+               remoteLeo, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+               ctrlIsr, msgs, nextRecord, pending, acked, committed, crashes, uncleanShutdowns,
+               removed>>
 
 \* Every variable of the next state agrees with event ev: it has the value ev
 \* records (in v), or ev does not observe it, or it is unchanged.
@@ -80,7 +81,8 @@ TraceView == <<trace, cursor, [i \in LooseAt[trace] |-> VarValues[i]]>>
 Successor ==
     [log |-> log', hw |-> hw', epochCache |-> epochCache', recoveryPoint |-> recoveryPoint',
      leaderEpoch |-> leaderEpoch', leader |-> leader', fetchState |-> fetchState',
-     isr |-> isr', remoteLeo |-> remoteLeo', alive |-> alive', incarnation |-> incarnation',
+     isr |-> isr', remoteLeo |-> remoteLeo', alive |-> alive', logDirOffline |-> logDirOffline',
+     incarnation |-> incarnation',
      ctrlLive |-> ctrlLive', ctrlLeader |-> ctrlLeader', ctrlEpoch |-> ctrlEpoch',
      ctrlIsr |-> ctrlIsr', msgs |-> msgs', nextRecord |-> nextRecord', pending |-> pending',
      acked |-> acked', committed |-> committed', crashes |-> crashes',
@@ -89,7 +91,8 @@ Successor ==
 Current ==
     [log |-> log, hw |-> hw, epochCache |-> epochCache, recoveryPoint |-> recoveryPoint,
      leaderEpoch |-> leaderEpoch, leader |-> leader, fetchState |-> fetchState,
-     isr |-> isr, remoteLeo |-> remoteLeo, alive |-> alive, incarnation |-> incarnation,
+     isr |-> isr, remoteLeo |-> remoteLeo, alive |-> alive, logDirOffline |-> logDirOffline,
+     incarnation |-> incarnation,
      ctrlLive |-> ctrlLive, ctrlLeader |-> ctrlLeader, ctrlEpoch |-> ctrlEpoch,
      ctrlIsr |-> ctrlIsr, msgs |-> msgs, nextRecord |-> nextRecord, pending |-> pending,
      acked |-> acked, committed |-> committed, crashes |-> crashes,
@@ -97,7 +100,8 @@ Current ==
 
 ReplicaActions == {"FollowerSendFetch", "FollowerTruncateToHighWatermark",
                    "FollowerSendOffsetsForLeaderEpoch", "ControllerDetectFailure",
-                   "ControllerElectLeader", "Crash", "UncleanShutdown", "Restart", "Flush"}
+                   "ControllerElectLeader", "Crash", "UncleanShutdown", "FailLogDir",
+                   "HaltOnLogDirFailure", "Restart", "Flush"}
 
 \* The spec action named `name`, taken by the replica `r`.
 ReplicaAction(name, r) ==
@@ -108,6 +112,8 @@ ReplicaAction(name, r) ==
       [] name = "ControllerElectLeader" -> ControllerElectLeader(r)
       [] name = "Crash" -> Crash(r)
       [] name = "UncleanShutdown" -> UncleanShutdown(r)
+      [] name = "FailLogDir" -> FailLogDir(r)
+      [] name = "HaltOnLogDirFailure" -> HaltOnLogDirFailure(r)
       [] name = "Restart" -> Restart(r)
       [] name = "Flush" -> Flush(r)
 

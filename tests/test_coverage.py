@@ -64,6 +64,7 @@ CONSTANTS
     DuplicatingNetwork = FALSE
     FireAndForget = FALSE
     RecordDeletion = FALSE
+    LogDirFailures = FALSE
 INIT Init
 NEXT Next
 VIEW View

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from recorder_helpers import replicated
+
 from kreplica.conformance.bridge.invariants import log_start_of, logs_agree, violations
 from kreplica.conformance.bridge.projection import DELETED
-from kreplica.conformance.bridge.recorder import Recorder
 from kreplica.conformance.fuzz.campaign import run_fuzz
 from kreplica.conformance.fuzz.choices import CHOICES, kind_of
 from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.conformance.tla.tlavalue import Record
-from kreplica.impl.cluster import Cluster
-from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import TopicPartition
 from kreplica.impl.steps import DeleteRecords, Deliver, DoWork
 
@@ -22,23 +21,6 @@ TP = TopicPartition("t", 0)
 
 def entry(epoch: int, record: int) -> Record:
     return Record({"epoch": epoch, "record": record})
-
-
-def replicated(records: int) -> tuple[Cluster, Recorder]:
-    """Two brokers; leader 1 holds `records` records, which follower 2 has fetched, and its HW
-    covers them all."""
-    config = BrokerConfig(replica_fetch_wait_max_ms=0)
-    c = Cluster((1, 2), {"t": 1}, config=config)
-    rec = Recorder(c, TP, {})
-    for _ in range(records):
-        rec.apply(c.next_record(TP))
-        rec.apply(Deliver(-1, 1))
-    for _ in range(3):  # records, then the leader's HW moves, then the follower's
-        rec.apply(DoWork(2, 1))
-        rec.apply(Deliver(2, 1))
-        rec.apply(Deliver(1, 2))
-    assert rec.state["hw"] == (records, records)
-    return c, rec
 
 
 def test_delete_records_is_recorded_with_the_new_log_start() -> None:

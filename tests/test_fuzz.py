@@ -96,7 +96,17 @@ def test_after_a_power_loss_only_the_power_loss_invariants_count() -> None:
     assert [name for name, _ in checked_violations(lost, None)] == ["AckedRecordsNeverLost"]
     after_power_loss = {**lost, "uncleanShutdowns": 1}
     assert checked_violations(after_power_loss, None) == []
-    assert {*INVARIANTS, "LeaderEpochsOnlyGrow"} > POWER_LOSS_INVARIANTS
+    assert {*INVARIANTS, "LeaderEpochsOnlyGrow", "IsrJoinsCaughtUp"} > POWER_LOSS_INVARIANTS
+
+
+def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
+    """KAFKA-7128 (`no-leso-guard`) rarely loses data in a default run, but its ISR join below
+    the new leader's epoch start breaks IsrJoinsCaughtUp (R11) at the join itself."""
+    [target] = [t for t in TARGETS if t.word == "no-leso-guard"]
+    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=2, shrink=False)
+    assert result.failure is not None and result.failure.invariant == "IsrJoinsCaughtUp"
+    assert "joined leader" in result.failure.reason
+    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=2, shrink=False).failure is None
 
 
 def test_a_consumer_fetch_is_no_spec_action() -> None:
@@ -119,7 +129,7 @@ def test_the_rules_choose_among_the_simulators_enabled_steps() -> None:
             found = choices(cluster, recorder.state)
             if kind not in ("isolate", "heal"):
                 assert set(found) <= enabled, kind
-            if kind not in ("crash", "unclean_shutdown") or rng.random() < 0.05:
+            if kind not in ("crash", "unclean_shutdown", "fail_log_dir") or rng.random() < 0.05:
                 options += found
         options.append(cluster.next_record(TP))
         recorder.apply(rng.choice(options))
@@ -205,8 +215,8 @@ DETECTED = {
     # target: (seed, most runs, invariants it may break); seeds that find it fast
     "early-ack": (0, 100, {"AckedRecordsNeverLost", "ClientAnswersMatchLeader"}),
     "hw-from-non-isr": (0, 100, {"CommittedRecordsOnIsr"}),
-    "no-leso-guard": (4, 400, {"CommittedRecordsOnIsr"}),
-    "skip-same-leader-truncation": (6, 100, {"FollowersMatchLeader"}),
+    "no-leso-guard": (4, 400, {"CommittedRecordsOnIsr", "IsrJoinsCaughtUp"}),
+    "skip-same-leader-truncation": (9, 100, {"FollowersMatchLeader"}),
     "hw-not-clamped": (0, 100, {"HighWatermarkWithinLog"}),
     "truncation=hw": (2, 200, DURABLE),
     "election=unclean": (0, 100, DURABLE),

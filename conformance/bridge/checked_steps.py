@@ -44,6 +44,7 @@ POWER_LOSS_INVARIANTS = frozenset(
         "FollowersMatchLeader",
         "EpochCacheOrdered",
         "LeaderEpochsOnlyGrow",
+        "IsrJoinsCaughtUp",
     }
 )
 """The properties the spec proves under power loss (spec/Kip279UncleanShutdown.cfg)."""

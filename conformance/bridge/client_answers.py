@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 
-from kreplica.conformance.bridge.invariants import log_start_of
-from kreplica.conformance.bridge.projection import CLIENT, State
+from kreplica.conformance.bridge.invariants import leso_of, log_start_of
+from kreplica.conformance.bridge.projection import CLIENT, NOT_HOSTED, State
 from kreplica.conformance.bridge.recorder import Arrival
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
@@ -157,7 +157,10 @@ def _readable_bytes(offset: int, max_bytes: int, b: int, s: State) -> int | None
 
 def _produce_ready(records: tuple[int, ...], b: int, s: State) -> bool:
     """DelayedProduce.tryComplete (R14): the broker no longer leads, or its HW covers the
-    records (a record it does not hold was refused and answered at once)."""
+    records (a record it does not hold was refused and answered at once). At a broker whose
+    log dir failed nothing tries it again (only expiry answers it)."""
+    if _offline(s, b):
+        return False
     if not _leads(s, b):
         return True
     offset = _offset_of(s, b, records[0]) if records else None
@@ -196,12 +199,10 @@ def _leads(s: State, b: int) -> bool:
     return b in s["alive"] and s["leader"][b - 1] == b
 
 
-def _leso(s: State, b: int) -> int:
-    """Where leader b's current epoch began (the spec's Leso)."""
-    here = [
-        c["startOffset"] for c in s["epochCache"][b - 1] if c["epoch"] == s["leaderEpoch"][b - 1]
-    ]
-    return here[0] if here else len(s["log"][b - 1])
+def _offline(s: State, b: int) -> bool:
+    """Broker b hosts the Partition and its log dir has failed: the Partition is offline
+    (getPartitionOrException answers KAFKA_STORAGE_ERROR; one not hosted is not the leader)."""
+    return b in s["logDirOffline"] and s["leaderEpoch"][b - 1] != NOT_HOSTED
 
 
 def _offset_of(s: State, b: int, record: int) -> int | None:
@@ -282,6 +283,8 @@ def _produce_errors(
         return {Errors.INVALID_TOPIC_EXCEPTION}
     if ptp != tp:
         return {Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    if _offline(s, b):  # refused (getPartitionOrException), or parked and expired
+        return {Errors.KAFKA_STORAGE_ERROR, Errors.REQUEST_TIMED_OUT}
     if not _leads(s, b):
         return {Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION}
     offset = _offset_of(s, b, records[0])
@@ -342,22 +345,23 @@ def _produce_offsets(
     -1 for what a broker refused without a leader log of its own; the append's offset and the
     leader's log start for an append that was made (a DelayedProduce keeps both, whatever
     error it ends with)."""
-    if error in NO_APPEND_INFO or ptp != tp:
+    appended = _offset_of(s, b, records[0]) if records and b in s["alive"] else None
+    if error is Errors.KAFKA_STORAGE_ERROR and appended is not None and ptp == tp:
+        expected = [(-1, -1), (appended, log_start)]  # refused, or parked before the failure
+    elif error in NO_APPEND_INFO or ptp != tp:
         expected = [(-1, -1)]
     elif error is Errors.NOT_ENOUGH_REPLICAS:
         expected = [(-1, log_start)]
+    elif error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION):
+        # refused by a follower, or parked and failed when its leader stepped down (R17),
+        # when its records may be truncated already
+        expected = [(-1, -1)]
+        if appended is not None:
+            expected.append((appended, log_start))
+        elif fields[0] >= 0 and fields[1] == log_start:
+            return None
     else:
-        appended = _offset_of(s, b, records[0]) if records and b in s["alive"] else None
-        if error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION):
-            # refused by a follower, or parked and failed when its leader stepped down (R17),
-            # when its records may be truncated already
-            expected = [(-1, -1)]
-            if appended is not None:
-                expected.append((appended, log_start))
-            elif fields[0] >= 0 and fields[1] == log_start:
-                return None
-        else:
-            expected = [(appended if appended is not None else -1, log_start)]
+        expected = [(appended if appended is not None else -1, log_start)]
     if fields in expected:
         return None
     return (
@@ -404,8 +408,10 @@ def _fetch(
 
 
 def _read_error(offset: int, b: int, s: State) -> Errors:
-    """The error of a consumer's read at broker b (ReplicaManager.readFromLocalLog): not the
-    leader, an offset outside [log start, LEO], or none."""
+    """The error of a consumer's read at broker b (ReplicaManager.readFromLocalLog): its log
+    dir failed, not the leader, an offset outside [log start, LEO], or none."""
+    if _offline(s, b):
+        return Errors.KAFKA_STORAGE_ERROR
     if not _leads(s, b):
         return Errors.NOT_LEADER_OR_FOLLOWER
     if not log_start_of(s, b) <= offset <= len(s["log"][b - 1]):
@@ -423,8 +429,11 @@ def _fetch_ready(request: FetchRequest, offset: int, max_bytes: int, b: int, s: 
     """DelayedFetch.tryComplete for a consumer's FETCH at broker b (R16): the broker no longer
     leads, its HW is below the fetch offset (kreplica's one-segment stand-in for Kafka's
     "fetch offset not on the segment": docs/impl.md), or the bytes up to the HW, each
-    partition's capped at its max_bytes, reach min_bytes."""
+    partition's capped at its max_bytes, reach min_bytes. Not at a broker whose log dir
+    failed: nothing tries its delayed operations again, they expire."""
     hw: int = s["hw"][b - 1]
+    if _offline(s, b):
+        return False  # nothing tries a delayed operation of an offline Partition again
     if not _leads(s, b) or hw < offset:
         return True
     return min(max(0, hw - offset) * RECORD_SIZE_BYTES, max_bytes) >= request.min_bytes
@@ -466,13 +475,15 @@ def _list_offsets(
     if part.tp != asked.tp or asked.tp != tp:
         return f"LIST_OFFSETS of {asked.tp} answered for {part.tp}"
     expected: tuple[Errors, int, int]
-    if not _leads(s, b):
+    if _offline(s, b):
+        expected = (Errors.KAFKA_STORAGE_ERROR, -1, -1)
+    elif not _leads(s, b):
         expected = (Errors.NOT_LEADER_OR_FOLLOWER, -1, -1)
     elif asked.timestamp == EARLIEST_TIMESTAMP:
         expected = (Errors.NONE, log_start_of(s, b), s["leaderEpoch"][b - 1])
     elif asked.timestamp != LATEST_TIMESTAMP:
         return None
-    elif _leso(s, b) > s["hw"][b - 1]:
+    elif leso_of(s, b) > s["hw"][b - 1]:
         expected = (Errors.OFFSET_NOT_AVAILABLE, -1, -1)
     else:
         expected = (Errors.NONE, s["hw"][b - 1], s["leaderEpoch"][b - 1])

@@ -1,8 +1,8 @@
 """The spec's safety properties, evaluated on a projected state (same names as the spec).
 
 Each invariant takes a state (the spec's variables, as `Projector.project` returns them) and
-returns None when it holds, or a one-line reason when it does not. `LeaderEpochsOnlyGrow` is an
-action property and takes the state before and after a step.
+returns None when it holds, or a one-line reason when it does not. `LeaderEpochsOnlyGrow` and
+`IsrJoinsCaughtUp` are action properties and take the state before and after a step.
 """
 
 from __future__ import annotations
@@ -162,6 +162,32 @@ def leader_epochs_only_grow(before: State, after: State) -> str | None:
     return None
 
 
+def leso_of(s: State, leader: int) -> int:
+    """Leso(l): where `leader`'s current epoch began in its epoch cache (its LEO if absent)."""
+    i = leader - 1
+    here = [c["startOffset"] for c in s["epochCache"][i] if c["epoch"] == s["leaderEpoch"][i]]
+    return here[0] if here else len(s["log"][i])
+
+
+def isr_joins_caught_up(before: State, after: State) -> str | None:
+    """Within a leader's epoch a follower joins its ISR only from a fetch at or past the
+    leader's HW and the start of its epoch (R11, the guard KAFKA-7128 lacks; an action
+    property: the fetch offset is the follower's LEO the leader records after the step)."""
+    for l in _replicas(after):  # noqa: E741 (the spec's name)
+        i = l - 1
+        same = before["leader"][i] == after["leader"][i] == l
+        if not same or before["leaderEpoch"][i] != after["leaderEpoch"][i]:
+            continue
+        floor = max(before["hw"][i], leso_of(before, l))
+        for f in sorted(after["isr"][i] - before["isr"][i]):
+            if after["remoteLeo"][i][f - 1] < floor:
+                return (
+                    f"follower {f} joined leader {l}'s ISR from offset "
+                    f"{after['remoteLeo'][i][f - 1]}, below max(HW, epoch start) {floor}"
+                )
+    return None
+
+
 INVARIANTS: dict[str, Check] = {
     "HighWatermarkWithinLog": high_watermark_within_log,
     "AckedRecordsNeverLost": acked_records_never_lost,
@@ -178,4 +204,6 @@ def violations(s: State, before: State | None = None) -> list[tuple[str, str]]:
     found = [(name, reason) for name, check in INVARIANTS.items() if (reason := check(s))]
     if before is not None and (reason := leader_epochs_only_grow(before, s)):
         found.append(("LeaderEpochsOnlyGrow", reason))
+    if before is not None and (reason := isr_joins_caught_up(before, s)):
+        found.append(("IsrJoinsCaughtUp", reason))
     return found

@@ -115,9 +115,10 @@ class LagTimes:
 
     def out_of_sync(self, s: State, leader: int, now_ms: int) -> frozenset[int]:
         """Partition.getOutOfSyncReplicas (R12): the ISR followers of `leader` in state s whose
-        LEO differs from its own and who have not caught up for replica.lag.time.max.ms."""
+        LEO differs from its own and who have not caught up for replica.lag.time.max.ms (none
+        while its log dir has failed: the isr-expiration task skips an offline Partition)."""
         i = leader - 1
-        if leader not in s["alive"] or s["leader"][i] != leader:
+        if leader not in s["alive"] or s["leader"][i] != leader or leader in s["logDirOffline"]:
             return frozenset()
         leo = len(s["log"][i])
         out = set()

@@ -114,6 +114,11 @@ class Projector:
         )
         return entries, log.high_watermark, cache, log.recovery_point
 
+    def _offline(self, r: int) -> bool:
+        """True if replica r's log dir has failed (until the broker restarts)."""
+        log = self.cluster.log(r, self.tp)
+        return log is not None and log.offline
+
     def _role(self, r: int) -> tuple[int, int, str, frozenset[int], tuple[int, ...]]:
         """(leaderEpoch, leader, fetchState, isr, remoteLeo) of replica r as it knows them."""
         unknown = tuple(-1 for _ in self.replicas)
@@ -288,6 +293,7 @@ class Projector:
             "isr": tuple(v[3] for v in roles),
             "remoteLeo": tuple(v[4] for v in roles),
             "alive": frozenset(r for r in self.replicas if self.cluster.is_alive(r)),
+            "logDirOffline": frozenset(r for r in self.replicas if self._offline(r)),
             "incarnation": tuple(self.cluster.incarnations[r] for r in self.replicas),
             "ctrlLive": frozenset(self.replicas) & self.cluster.controller.live_brokers,
             "ctrlLeader": reg.leader,

@@ -52,7 +52,9 @@ from kreplica.impl.steps import (
     DoWork,
     Drop,
     Elect,
+    FailLogDir,
     Flush,
+    HaltOnLogDirFailure,
     Restart,
     ShrinkIsr,
     Step,
@@ -90,7 +92,14 @@ BROKER_STEPS: dict[type, str] = {
     Restart: "Restart",
     DetectFailure: "ControllerDetectFailure",
     Flush: "Flush",
+    FailLogDir: "FailLogDir",
+    HaltOnLogDirFailure: "HaltOnLogDirFailure",
 }
+
+
+NO_OPS = frozenset({"LoseMessage", "Flush", "FailLogDir", "HaltOnLogDirFailure"})
+"""Actions whose step may change nothing (a flush of a flushed log, a halt of a broker whose
+log dir has not failed): recorded only when the state moves."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +197,11 @@ class Recorder:
             self.projector.note_produce_delivered()
         if isinstance(step, Crash | UncleanShutdown):
             self.projector.note_fault(unclean=isinstance(step, UncleanShutdown))
+        elif (
+            isinstance(step, FailLogDir)
+            and step.broker in before["alive"] - before["logDirOffline"]
+        ):
+            self.projector.note_fault(unclean=False)  # the spec counts it as a crash
         arrival = self._client_arrival(step)
         self.arrived = None if arrival is None else getattr(arrival.request, "correlation_id", -1)
         sent = self.sent = self.cluster.apply(step)
@@ -276,7 +290,16 @@ class Recorder:
                 # Kafka closed the connection the answer was to travel on: it is lost
                 return "LoseMessage", {"from": step.src, "to": step.dst}
             return named
-        if isinstance(step, Crash | UncleanShutdown | Restart | DetectFailure | Flush):
+        if isinstance(
+            step,
+            Crash
+            | UncleanShutdown
+            | FailLogDir
+            | HaltOnLogDirFailure
+            | Restart
+            | DetectFailure
+            | Flush,
+        ):
             return BROKER_STEPS[type(step)], {"replica": step.broker}
         if isinstance(step, Elect):
             return "ControllerElectLeader", {"replica": step.broker}
@@ -305,7 +328,7 @@ class Recorder:
             return self._expiry_events(before, after, text)
         if isinstance(step, DeleteRecords):
             return self._delete_records_events(before, after, text)
-        if named is None or (after == before and named[0] in ("LoseMessage", "Flush")):
+        if named is None or (after == before and named[0] in NO_OPS):
             return []
         if named[0] in ("ControllerDetectFailure", "ControllerElectLeader") and after == before:
             return []
@@ -319,8 +342,9 @@ class Recorder:
         b = step.broker
         kinds = {type(e.payload) for e in sent}
         args: Args = {"replica": b, "leader": step.source}
-        truncated = (
-            before["fetchState"][b - 1] == "Truncating" and after["fetchState"][b - 1] == "Fetching"
+        truncated = before["fetchState"][b - 1] == "Truncating" and after["fetchState"][b - 1] in (
+            "Fetching",
+            "Failed",  # the truncation failed (a failed log dir)
         )
         if truncated:
             return [Event("FollowerTruncateToHighWatermark", args, after, text)]

@@ -55,7 +55,9 @@ from kreplica.impl.steps import (
     DoWork,
     Drop,
     Elect,
+    FailLogDir,
     Flush,
+    HaltOnLogDirFailure,
     Produce,
     Restart,
     ShrinkIsr,
@@ -91,6 +93,8 @@ BROKER_STEPS: dict[str, Callable[[int], Step]] = {
     "Restart": Restart,
     "ControllerDetectFailure": DetectFailure,
     "Flush": Flush,
+    "FailLogDir": lambda broker: FailLogDir(broker, TP),
+    "HaltOnLogDirFailure": HaltOnLogDirFailure,
 }
 
 

@@ -167,7 +167,7 @@ class FuzzProgress:
     "--faults/--no-faults",
     default=True,
     show_default=True,
-    help="Crashes, restarts, failure detection, elections.",
+    help="Crashes, failed log dirs, restarts, failure detection, elections.",
 )
 @click.option(
     "--unclean/--no-unclean",

@@ -25,7 +25,9 @@ from kreplica.impl.steps import (
     Drop,
     Duplicate,
     Elect,
+    FailLogDir,
     Flush,
+    HaltOnLogDirFailure,
     Heal,
     Isolate,
     Produce,
@@ -108,6 +110,11 @@ def _stoppable(s: State) -> list[int]:
     return sorted(s["alive"]) if len(s["alive"]) > 1 else []
 
 
+def _serving(s: State) -> list[int]:
+    """Running brokers whose log dir has not failed (they serve their Partition)."""
+    return sorted(s["alive"] - s["logDirOffline"])
+
+
 def _dead(c: Cluster, s: State) -> list[int]:
     """Brokers that are not running."""
     return [b for b in c.broker_ids if b not in s["alive"]]
@@ -142,6 +149,10 @@ CHOICES: dict[str, Choices] = {
     ],
     "shrink_isr": lambda c, s: [ShrinkIsr(b) for b in sorted(s["alive"]) if _out_of_sync(c, s, b)],
     "crash": lambda c, s: [Crash(b) for b in _stoppable(s)],
+    "fail_log_dir": lambda c, s: [FailLogDir(b, TP) for b in _serving(s) if len(_serving(s)) > 1],
+    "halt_on_log_dir_failure": lambda c, s: [
+        HaltOnLogDirFailure(b) for b in sorted(s["alive"] & s["logDirOffline"])
+    ],
     "unclean_shutdown": lambda c, s: [UncleanShutdown(b) for b in _stoppable(s)],
     "flush": lambda c, s: [  # only in runs with unclean shutdowns: see choices()
         Flush(b) for b in sorted(s["alive"]) if s["recoveryPoint"][b - 1] < len(s["log"][b - 1])
@@ -154,7 +165,8 @@ CHOICES: dict[str, Choices] = {
 """For each rule, the steps it may take now: the steps of `Cluster.enabled_steps()` (plus
 network partitions) that the spec allows here. Left out, because the simulator would do
 nothing or step outside the spec's model: client links (see `_queues`); failure detection of
-a running broker; stopping the last running broker; electing a broker the controller knows
+a running broker; stopping the last running broker (or failing the log dir of the last one
+that serves); electing a broker the controller knows
 is dead; flushing a flushed log; shrinking an ISR whose followers are all caught up or not
 yet out of sync; a fetch by a follower in step with its leader (it would learn nothing and
 tell nothing: left out, it is a follower that is briefly slow)."""
@@ -167,6 +179,8 @@ _KIND_OF_TYPE: dict[type, str] = {
     DoWork: "fetch",
     ShrinkIsr: "shrink_isr",
     Crash: "crash",
+    FailLogDir: "fail_log_dir",
+    HaltOnLogDirFailure: "halt_on_log_dir_failure",
     UncleanShutdown: "unclean_shutdown",
     Flush: "flush",
     Restart: "restart",

@@ -37,7 +37,7 @@ ANSWERED = "EventuallyAnswered"
 LIVENESS = frozenset({REPLICATED, ANSWERED})
 """The names of the settle phase's failures."""
 
-SETTLE_KINDS = ("heal", "restart", "deliver", "shrink_isr", "fetch")
+SETTLE_KINDS = ("heal", "halt_on_log_dir_failure", "restart", "deliver", "shrink_isr", "fetch")
 """The rules the settle phase takes, in order of precedence: faults end first."""
 
 SETTLE_TICKS = (1_000, 30_001, 1_000, 30_001)

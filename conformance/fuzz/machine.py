@@ -811,6 +811,18 @@ class ReplicationMachine(RuleBasedStateMachine):
         """A broker process dies (its log survives)."""
         self._choose("crash", pick)
 
+    @precondition(_can("fail_log_dir"))
+    @rule(pick=PICK)
+    def fail_log_dir(self, pick: int) -> None:
+        """A broker's log dir fails: it answers KAFKA_STORAGE_ERROR until it halts."""
+        self._choose("fail_log_dir", pick)
+
+    @precondition(_can("halt_on_log_dir_failure"))
+    @rule(pick=PICK)
+    def halt_on_log_dir_failure(self, pick: int) -> None:
+        """A broker whose log dir failed halts (no live log dir left)."""
+        self._choose("halt_on_log_dir_failure", pick)
+
     @precondition(_can("unclean_shutdown"))
     @rule(pick=PICK)
     def unclean_shutdown(self, pick: int) -> None:

@@ -64,14 +64,17 @@ PICK = st.integers(min_value=0, max_value=63)
 PROGRESS_KINDS = frozenset({"deliver", "reorder", "fetch", "shrink_isr"})
 SCHEDULING_KINDS = frozenset({"deliver", "reorder", "fetch"})
 """The rules that schedule the nodes' work: they favour high-priority nodes."""
-CRASH_KINDS = frozenset({"crash", "restart", "detect_failure", "elect"})
+CRASH_KINDS = frozenset(
+    {"crash", "fail_log_dir", "halt_on_log_dir_failure", "restart", "detect_failure", "elect"}
+)
 UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush"})
 NETWORK_KINDS = frozenset({"drop", "duplicate", "isolate", "heal"})
 CLIENT_KINDS = frozenset({"delete_records"})
 """The client's requests that are spec actions, apart from produces: DeleteRecords."""
-FAULTS = ("crash", "unclean_shutdown", "elect", "drop", "duplicate", "isolate")
+FAULTS = ("crash", "unclean_shutdown", "elect", "drop", "duplicate", "isolate", "fail_log_dir")
 COSTLY_KINDS = frozenset(FAULTS)
-"""The faults, which spend a run's fault budget (restarts, detection and healing are free)."""
+"""The faults, which spend a run's fault budget (restarts, detection, healing and the halt
+after a log dir failure are free)."""
 FAULT_CODES = {
     "crash": "c",
     "unclean_shutdown": "u",
@@ -79,9 +82,10 @@ FAULT_CODES = {
     "drop": "d",
     "duplicate": "p",
     "isolate": "i",
+    "fail_log_dir": "l",
 }
 """A letter per fault, for file names."""
-DEFAULT_FAULTS = ("cuedpi", 4)
+DEFAULT_FAULTS = ("cuedpil", 4)
 """The default set-up's fault letters and max_faults (left out of file names)."""
 
 
@@ -92,7 +96,7 @@ class FuzzSetup:
     variant: Variant = field(default_factory=Variant)
     replicas: int = 3
     faults: bool = True
-    """Crashes, restarts, failure detection, elections."""
+    """Crashes, failed log dirs, restarts, failure detection, elections."""
     unclean: bool = True
     """Unclean shutdowns (power loss: a log loses what was not flushed) and flushes."""
     network: bool = True

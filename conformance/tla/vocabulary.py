@@ -26,6 +26,8 @@ ACTION_ARGS: dict[str, frozenset[str]] = {
     "ControllerElectLeader": frozenset({"replica"}),
     "Crash": frozenset({"replica"}),
     "UncleanShutdown": frozenset({"replica"}),
+    "FailLogDir": frozenset({"replica"}),
+    "HaltOnLogDirFailure": frozenset({"replica"}),
     "Restart": frozenset({"replica"}),
     "Flush": frozenset({"replica"}),
     "LoseMessage": frozenset({"from", "to"}),
@@ -37,8 +39,9 @@ INIT_ACTION = "Init"
 
 VARIABLES: tuple[str, ...] = (
     "log", "hw", "epochCache", "recoveryPoint", "leaderEpoch", "leader", "fetchState", "isr",
-    "remoteLeo", "alive", "incarnation", "ctrlLive", "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs",
-    "nextRecord", "pending", "acked", "committed", "crashes", "uncleanShutdowns", "removed",
+    "remoteLeo", "alive", "logDirOffline", "incarnation", "ctrlLive", "ctrlLeader", "ctrlEpoch",
+    "ctrlIsr", "msgs", "nextRecord", "pending", "acked", "committed", "crashes", "uncleanShutdowns",
+    "removed",
 )  # fmt: skip
 """The spec's state variables that a trace records, in the order of its VARIABLES declaration
 (all but `action`, which goes to each state's #meta)."""

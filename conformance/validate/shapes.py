@@ -186,6 +186,7 @@ VARIABLE_SHAPES: dict[str, Shape] = {
     "isr": seq(set_of(INT)),
     "remoteLeo": seq(seq(INT)),
     "alive": set_of(INT),
+    "logDirOffline": set_of(INT),
     "incarnation": seq(INT),
     "ctrlLive": set_of(INT),
     "ctrlLeader": INT,

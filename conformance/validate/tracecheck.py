@@ -85,6 +85,7 @@ class SpecParams:
     duplicating_network: bool = True
     fire_and_forget: bool = True
     record_deletion: bool = True
+    log_dir_failures: bool = True
 
 
 UNKNOWN = -1
@@ -297,6 +298,7 @@ def tlc_config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f"    DuplicatingNetwork = {_tla_bool(params.duplicating_network)}",
             f"    FireAndForget = {_tla_bool(params.fire_and_forget)}",
             f"    RecordDeletion = {_tla_bool(params.record_deletion)}",
+            f"    LogDirFailures = {_tla_bool(params.log_dir_failures)}",
             f"    Diagnose = {_tla_bool(diagnose)}",
             "INIT TraceInit",
             "NEXT TraceNext",
