@@ -34,6 +34,10 @@ class LogManager:
                 self.logs[tp].flush()
 
     def recover_all(self, unclean: bool) -> None:
-        """Reload every log at start-up; after an unclean shutdown lose unflushed records."""
+        """Reload every log at start-up; after an unclean shutdown lose unflushed records. A
+        power loss does not repair a failed log dir: only the restart brings it back."""
         for tp in sorted(self.logs):
-            self.logs[tp].recover(lose_unflushed=unclean)
+            log = self.logs[tp]
+            failed = log.offline
+            log.recover(lose_unflushed=unclean)
+            log.offline = failed and unclean

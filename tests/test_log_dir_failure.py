@@ -26,6 +26,7 @@ from kreplica.impl.steps import (
     Restart,
     ShrinkIsr,
     Tick,
+    UncleanShutdown,
 )
 
 TP = TopicPartition("t", 0)
@@ -107,6 +108,16 @@ def test_the_broker_halts_and_comes_back_with_its_log() -> None:
     follower, leader = c.log(2, TP), c.log(1, TP)
     assert follower is not None and leader is not None and not follower.offline
     assert follower.record_ids() == leader.record_ids() == [1, 2]
+
+
+def test_a_power_loss_does_not_repair_a_failed_log_dir() -> None:
+    """The log loses what was not flushed, and its dir stays failed until the restart."""
+    _, rec = replicated(1, SpecRecorder)
+    rec.apply(FailLogDir(2, TP))
+    [event] = rec.apply(UncleanShutdown(2))
+    assert event.action == "UncleanShutdown" and rec.state["logDirOffline"] == {2}
+    rec.apply(Restart(2))
+    assert rec.state["logDirOffline"] == frozenset()
 
 
 @pytest.mark.tlc
