@@ -34,6 +34,7 @@ from kreplica.conformance.tla.itf import read_trace
 from kreplica.impl.messages import IsolationLevel
 from kreplica.impl.steps import (
     ConsumerFetch,
+    ConsumerListOffsets,
     Crash,
     Deliver,
     DetectFailure,
@@ -107,6 +108,21 @@ def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
     assert result.failure is not None and result.failure.invariant == "IsrJoinsCaughtUp"
     assert "joined leader" in result.failure.reason
     assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=2, shrink=False).failure is None
+
+
+def test_the_fuzzer_takes_only_answers_that_are_on_the_network() -> None:
+    """After a client request's delivery the fuzzer takes its answer, which is on the network;
+    a delivery at an index past the link's queue is no step of the fuzzer's (a minimised run
+    once kept one, and failed on it with the simulator's IndexError instead of its own)."""
+    cluster = FuzzSetup().schedule().cluster()
+    recorder = SpecRecorder(cluster, TP, {})
+    ask = ConsumerListOffsets(TP, -2, 1)
+    recorder.apply(ask)
+    delivered = Deliver(-1, 1, 0)
+    recorder.apply(delivered)
+    state = recorder.state
+    assert fuzzer_may_take(cluster, state, delivered, Deliver(1, -1, 0))
+    assert not fuzzer_may_take(cluster, state, delivered, Deliver(1, -1, 1))
 
 
 def test_a_consumer_fetch_is_no_spec_action() -> None:
@@ -244,11 +260,16 @@ def test_the_fuzzer_finds_and_shrinks(target: Target) -> None:
     assert again.violation == (f.invariant, f.reason)
 
 
-def test_a_shrunk_exception_keeps_its_type() -> None:
-    """Shrinking keeps the invariant, and for an exception its type: an AttributeError must
-    not shrink into the IndexError of a client request left without its send."""
+def test_a_shrunk_exception_keeps_its_type_and_message() -> None:
+    """Shrinking keeps the invariant, and for an exception its type and message: an
+    AttributeError must not shrink into the IndexError of a client request left without its
+    send, nor a list's IndexError (a mutant's epoch cache) into a deque's (a delivery of an
+    answer that is not on the network)."""
     assert failure_kind(("ImplementationError", "IndexError: deque index out of range")) != (
         failure_kind(("ImplementationError", "AttributeError: no attribute 'completed'"))
+    )
+    assert failure_kind(("ImplementationError", "IndexError: deque index out of range")) != (
+        failure_kind(("ImplementationError", "IndexError: list index out of range"))
     )
     assert failure_kind(("HighWatermarkWithinLog", "HW 3 > LEO 2")) == (
         "HighWatermarkWithinLog",

@@ -182,10 +182,11 @@ def replay(
 
 
 def failure_kind(violation: Violation) -> tuple[str, str]:
-    """What a shrunk run must still show: the invariant, and for an exception its type (an
-    AttributeError must not shrink into an IndexError of a step left without its cause)."""
+    """What a shrunk run must still show: the invariant, and for an exception its type and
+    message (an AttributeError must not shrink into an IndexError of a step left without its
+    cause, nor a list's IndexError into a deque's)."""
     name, reason = violation
-    return name, reason.split(":", 1)[0] if name == IMPLEMENTATION_ERROR else ""
+    return name, reason if name == IMPLEMENTATION_ERROR else ""
 
 
 def _still_fails(

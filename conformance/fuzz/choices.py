@@ -197,13 +197,15 @@ def kind_of(step: Step) -> str | None:
     return _KIND_OF_TYPE.get(type(step))
 
 
-def _answers(previous: Step | None, step: Step) -> bool:
-    """True if `step` delivers to the client an answer of the broker `previous` delivered to."""
+def _answers(c: Cluster, previous: Step | None, step: Step) -> bool:
+    """True if `step` delivers to the client an answer, on the network, of the broker
+    `previous` delivered to."""
     return (
         isinstance(previous, Deliver)
         and previous.src == CLIENT
         and isinstance(step, Deliver)
         and (step.src, step.dst) == (previous.dst, CLIENT)
+        and 0 <= step.index < len(c.network.queues.get((step.src, step.dst), ()))
     )
 
 
@@ -216,7 +218,7 @@ def fuzzer_may_take(c: Cluster, s: State, previous: Step | None, step: Step) -> 
         b = previous.broker
         last = len(c.network.queues.get((CLIENT, b), ())) - 1 if b is not None else -1
         return b is not None and step == Deliver(CLIENT, b, last)  # the request just sent
-    if _answers(previous, step):
+    if _answers(c, previous, step):
         return True  # the answer to the request just delivered (list_offsets takes it)
     if isinstance(step, Produce | ConsumerFetch | ConsumerListOffsets):
         return step.broker is not None and step.broker in s["alive"]
