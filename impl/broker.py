@@ -294,11 +294,11 @@ class Broker:
                 candidates.append(wake)
         return min(candidates) if candidates else None
 
-    def handle_log_dir_failure(self) -> None:
-        """The broker's log dir fails (an IOException; its only one, `log.dirs`): every log on
-        it refuses I/O, and every request for its partitions is answered KAFKA_STORAGE_ERROR
-        (their Partitions count as offline), until the broker halts (`has_offline_log_dir`)
-        and restarts."""
+    def fail_log_dir(self) -> None:
+        """The broker's log dir fails (an IOException, LogDirFailureChannel.maybeAddOfflineLogDir;
+        its only one, `log.dirs`): every log on it refuses I/O, and every request for its
+        partitions is answered KAFKA_STORAGE_ERROR (their Partitions count as offline), until
+        the broker halts (`has_offline_log_dir`) and restarts."""
         for log in self.log_manager.logs.values():
             log.offline = True
 

@@ -252,7 +252,7 @@ class Cluster:
             return []
         if isinstance(step, FailLogDir):
             if self.is_alive(step.broker):
-                self.brokers[step.broker].handle_log_dir_failure()
+                self.brokers[step.broker].fail_log_dir()
             return []
         if isinstance(step, HaltOnLogDirFailure):
             if self.is_alive(step.broker) and self.brokers[step.broker].has_offline_log_dir():
