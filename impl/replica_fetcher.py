@@ -33,6 +33,7 @@ from kreplica.impl.messages import (
 from kreplica.impl.variants import Variant
 
 if TYPE_CHECKING:
+    from kreplica.impl.partition import Partition
     from kreplica.impl.replica_manager import ReplicaManager
 
 from kreplica.impl.fetch_state import (
@@ -98,35 +99,33 @@ class ReplicaFetcherThread(AbstractFetcherThread):
         log = self.replica_manager.local_log_or_exception(tp, allow_offline=True)
         return log.end_offset_for_epoch(epoch)
 
-    def truncate(self, tp: TopicPartition, state: OffsetTruncationState) -> None:
-        """Truncate the local replica to state.offset (R6)."""
-        partition = self.replica_manager.non_offline_partition(tp)
+    def _hosted(self, tp: TopicPartition) -> Partition:
+        """The Partition of tp (its log may sit on a failed dir: the log's own I/O then raises
+        KafkaStorageError, as Kafka's does); NotLeaderOrFollowerError if none is hosted."""
+        partition = self.replica_manager.partition(tp)
         if partition is None:
             raise NotLeaderOrFollowerError(f"no partition {tp}")
-        partition.truncate_to(state.offset)
+        return partition
+
+    def truncate(self, tp: TopicPartition, state: OffsetTruncationState) -> None:
+        """Truncate the local replica to state.offset (R6)."""
+        self._hosted(tp).truncate_to(state.offset)
 
     def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
         """Empty the local replica and restart it at offset (R9)."""
-        partition = self.replica_manager.non_offline_partition(tp)
-        if partition is None:
-            raise NotLeaderOrFollowerError(f"no partition {tp}")
-        partition.truncate_fully_and_start_at(offset)
+        self._hosted(tp).truncate_fully_and_start_at(offset)
 
     def process_partition_data(
         self, tp: TopicPartition, fetch_offset: int, data: FetchPartitionResponse
-    ) -> LogAppendInfo | None:
-        """Append, then HW := min(leader HW, LEO), log start := max(...) (R8)."""
-        partition = self.replica_manager.all_partitions.get(tp)
-        log = partition.log if partition is not None else None
-        if partition is None or log is None or log.offline:
-            partition = self.replica_manager.non_offline_partition(tp)
-            if partition is None:
-                raise NotLeaderOrFollowerError(f"no partition {tp}")
-            log = partition.local_log_or_exception()
+    ) -> LogAppendInfo:
+        """Append (an empty batch too, as Kafka does: on a failed log dir the append raises
+        KafkaStorageError), then HW := min(leader HW, LEO), log start := max(...) (R8)."""
+        partition = self._hosted(tp)
+        log = partition.local_log_or_exception()
         leo = log.log_end_offset
         if fetch_offset != leo:
             raise IllegalStateError(f"offset mismatch for {tp}: fetched {fetch_offset}, LEO {leo}")
-        info = partition.append_records_to_follower(data.records) if data.records else None
+        info = partition.append_records_to_follower(data.records)
         log.update_high_watermark(data.high_watermark, clamp=self.clamp_follower_hw)
         if data.log_start_offset > log.log_start_offset:
             log.maybe_increment_log_start_offset(data.log_start_offset)

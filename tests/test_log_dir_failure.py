@@ -15,7 +15,15 @@ from recorder_helpers import replicated
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, client_violations
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.fuzz.choices import CHOICES
-from kreplica.impl.messages import Errors, FetchResponse, ProduceResponse, TopicPartition
+from kreplica.impl.errors import KafkaStorageError
+from kreplica.impl.fetch_state import OffsetTruncationState
+from kreplica.impl.messages import (
+    Errors,
+    FetchPartitionResponse,
+    FetchResponse,
+    ProduceResponse,
+    TopicPartition,
+)
 from kreplica.impl.steps import (
     DeleteRecords,
     Deliver,
@@ -87,6 +95,34 @@ def test_a_follower_whose_log_dir_failed_marks_its_partition_failed() -> None:
     assert len(rec.state["log"][1]) == 1
     rec.apply(Tick(c.config.replica_fetch_backoff_ms))
     assert rec.apply(DoWork(2, 1)) == [] and not rec.sent
+
+
+def test_an_empty_answer_fails_too() -> None:
+    """Kafka's fetcher appends an answer without records too (processPartitionData), and the
+    append on a failed dir raises KafkaStorageException: a caught-up follower is marked failed
+    by its next answer, and its HW stays."""
+    _, rec = replicated(1, SpecRecorder)
+    rec.apply(DoWork(2, 1))
+    rec.apply(FailLogDir(2, TP))
+    rec.apply(Deliver(2, 1))
+    [answer] = [e.payload for e in rec.sent]
+    assert isinstance(answer, FetchResponse) and answer.partitions[0].records == ()
+    rec.apply(Deliver(1, 2))
+    assert rec.state["fetchState"] == ("Idle", "Failed") and rec.state["hw"] == (1, 1)
+
+
+def test_the_append_itself_raises_the_storage_error() -> None:
+    """As in Kafka 2.6 (Log.appendAsFollower), the follower's append on a failed dir raises
+    KafkaStorageError, an empty one too; so does its truncation."""
+    c, rec = replicated(1, SpecRecorder)
+    rec.apply(FailLogDir(2, TP))
+    fetcher = c.brokers[2].replica_manager.replica_fetcher_manager.fetcher_for(1)
+    assert fetcher is not None
+    empty = FetchPartitionResponse(TP, Errors.NONE, 1, 1, 0, ())
+    with pytest.raises(KafkaStorageError):
+        fetcher.process_partition_data(TP, 1, empty)
+    with pytest.raises(KafkaStorageError):
+        fetcher.truncate(TP, OffsetTruncationState(0, True))
 
 
 def test_the_broker_halts_and_comes_back_with_its_log() -> None:
