@@ -55,6 +55,8 @@ def test_a_leader_whose_log_dir_failed_answers_kafka_storage_error() -> None:
     base offset and log start -1, UnknownLogAppendInfo); the leader appends nothing, shrinks
     no ISR, deletes and flushes nothing; the client's answer is judged right."""
     c, rec = replicated(1, SpecRecorder)
+    rec.apply(c.next_record(TP))
+    rec.apply(Deliver(-1, 1))  # a record follower 2 lacks: it would fall out of the ISR
     rec.apply(FailLogDir(1, TP))
     rec.apply(DoWork(2, 1))
     rec.apply(Deliver(2, 1))
@@ -71,12 +73,14 @@ def test_a_leader_whose_log_dir_failed_answers_kafka_storage_error() -> None:
         Errors.KAFKA_STORAGE_ERROR, -1, -1,
     )  # fmt: skip
     assert client_violations(rec) == []
-    assert len(rec.state["log"][0]) == 1, "nothing was appended"
+    assert len(rec.state["log"][0]) == 2, "nothing was appended"
     before = rec.state
     rec.apply(Tick(c.config.replica_lag_time_max_ms + 1))
     for step in (ShrinkIsr(1), DeleteRecords(TP, 1), Flush(1)):
         assert rec.apply(step) == [], step
-    assert rec.state["isr"] == before["isr"] and rec.state["log"] == before["log"]
+    assert rec.state["isr"][0] == frozenset({1, 2}), "follower 2 lags, but stays"
+    assert rec.state["log"] == before["log"]
+    assert rec.state["recoveryPoint"] == before["recoveryPoint"]
 
 
 def test_a_follower_whose_log_dir_failed_marks_its_partition_failed() -> None:
