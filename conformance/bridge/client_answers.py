@@ -345,8 +345,8 @@ def _produce_offsets(
     -1 for what a broker refused without a leader log of its own; the append's offset and the
     leader's log start for an append that was made (a DelayedProduce keeps both, whatever
     error it ends with)."""
-    appended = _offset_of(s, b, records[0]) if records and b in s["alive"] else None
-    if error is Errors.KAFKA_STORAGE_ERROR and appended is not None and ptp == tp:
+    appended = _offset_of(s, b, records[0]) if ptp == tp and records and b in s["alive"] else None
+    if error is Errors.KAFKA_STORAGE_ERROR and appended is not None:
         expected = [(-1, -1), (appended, log_start)]  # refused, or parked before the failure
     elif error in NO_APPEND_INFO or ptp != tp:
         expected = [(-1, -1)]
