@@ -15,21 +15,35 @@ from kreplica.conformance.bridge.backoff import (
     fetcher_view,
 )
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
 from kreplica.conformance.bridge.schedule import TP as FUZZ_TP
 from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
-from kreplica.impl.fetch_state import InFlight, OffsetReset
+from kreplica.impl.fetch_state import FETCHING, InFlight, OffsetReset, PartitionFetchState
 from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import (
     Errors,
     FetchPartitionResponse,
     FetchResponse,
     IsolationLevel,
+    ListOffsetsPartitionResponse,
     ListOffsetsRequest,
+    ListOffsetsResponse,
     TopicPartition,
 )
-from kreplica.impl.steps import Crash, Deliver, DoWork, Drop, Restart, ShrinkIsr, Step, Tick
+from kreplica.impl.steps import (
+    Crash,
+    Deliver,
+    DoWork,
+    Drop,
+    Elect,
+    Produce,
+    Restart,
+    ShrinkIsr,
+    Step,
+    Tick,
+)
 
 TP = TopicPartition("t", 0)
 TP_FUZZ = FUZZ_TP
@@ -166,3 +180,99 @@ def test_a_timed_out_reset_of_an_untracked_partition_owes_no_back_off() -> None:
     before = FetcherView(1_000, True, flight, {}, frozenset({TP}))
     after = FetcherView(1_000, True, None, {}, frozenset({TP}))
     assert backoff_violations(before, after, [], BACKOFF) == []
+
+
+def epoch_answer_in_flight() -> SpecRecorder:
+    """Follower 2 holds a record of epoch 0; leader 1 is re-elected (epoch 1) and follower 2
+    hears of it first, so its OffsetsForLeaderEpoch (current epoch 1) reaches a leader still
+    in epoch 0: the answer on its way back is UNKNOWN_LEADER_EPOCH."""
+    rec = recorder()
+    checked(rec, Produce(TP, (1,), acks=1), Deliver(CLIENT, 1, 0))
+    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))  # replicated
+    checked(rec, Elect(TP, 1), Deliver(CONTROLLER, 2, 0), DoWork(2, 1), Deliver(2, 1, 0))
+    answer = rec.cluster.network.peek((1, 2), 0)
+    assert answer is not None and answer.payload.partitions[0].error is Errors.UNKNOWN_LEADER_EPOCH
+    return rec
+
+
+def test_an_epoch_answer_with_an_error_backs_the_partition_off() -> None:
+    """truncateToEpochEndOffsets: a partition answered with an error (not a fenced epoch)
+    waits replica.fetch.backoff.ms, still Truncating."""
+    rec = epoch_answer_in_flight()
+    checked(rec, Deliver(1, 2, 0))
+    view = fetcher_view(rec.cluster, 2, 1)
+    assert view is not None and view.states[TP].delay_until_ms == view.now_ms + BACKOFF
+
+
+def test_a_fetcher_that_ignores_an_epoch_answer_error_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rec = epoch_answer_in_flight()
+    monkeypatch.setattr(AbstractFetcherThread, "handle_partitions_with_errors", lambda s, p: None)
+    found = apply_checked(rec, Deliver(1, 2, 0))
+    assert found is not None and found[0] == NAME
+    assert "an OffsetsForLeaderEpoch answer" in found[1] and "UNKNOWN_LEADER_EPOCH" in found[1]
+
+
+def reset_in_flight(request_epoch: int = 0) -> tuple[FetcherView, ListOffsetsResponse]:
+    """Follower 2's out-of-range reset (epoch 0) awaits its LIST_OFFSETS answer (views made
+    by hand), and the answer: NOT_LEADER_OR_FOLLOWER."""
+    reset = OffsetReset(TP, 0, request_epoch)
+    request = ListOffsetsRequest(7, 2, IsolationLevel.READ_UNCOMMITTED, ())
+    state = PartitionFetchState(5, 0, 0, None, FETCHING)
+    before = FetcherView(
+        1_000, True, InFlight(7, 31_000, request, reset=reset), {TP: state}, frozenset({TP})
+    )
+    refused = ListOffsetsPartitionResponse(TP, Errors.NOT_LEADER_OR_FOLLOWER, -1, -1)
+    return before, ListOffsetsResponse(7, (refused,))
+
+
+def test_an_error_answer_to_a_reset_ends_it_and_backs_off() -> None:
+    """handleOutOfRangeError: the reset ends and its partition waits; a reset that goes on,
+    or a partition that does not wait, is named."""
+    before, answer = reset_in_flight()
+    state = before.states[TP]
+    waits = {TP: replace(state, delay_until_ms=1_000 + BACKOFF)}
+    assert (
+        answer_violations(
+            before,
+            replace(before, in_flight=None, states=waits, pending_resets=frozenset()),
+            answer,
+            BACKOFF,
+        )
+        == []
+    )
+    goes_on = replace(before, in_flight=None, states=waits)
+    [(name, reason)] = answer_violations(before, goes_on, answer, BACKOFF)
+    assert name == NAME and "still resetting" in reason
+    no_wait = replace(before, in_flight=None, pending_resets=frozenset())
+    [(name, reason)] = answer_violations(before, no_wait, answer, BACKOFF)
+    assert "NOT_LEADER_OR_FOLLOWER) delayed until None" in reason
+    ok = replace(answer, partitions=(replace(answer.partitions[0], error=Errors.NONE),))
+    assert answer_violations(before, before, ok, BACKOFF) == []  # no error: judged by the spec
+
+
+def test_a_fenced_reset_of_the_current_epoch_fails_without_back_off() -> None:
+    """onPartitionFenced: a fenced answer to a reset whose FETCH went in the epoch tracked
+    now fails the partition (it leaves the fetcher); sent in another epoch, it backs off."""
+    before, answer = reset_in_flight(request_epoch=0)
+    fenced = replace(
+        answer, partitions=(replace(answer.partitions[0], error=Errors.FENCED_LEADER_EPOCH),)
+    )
+    failed = replace(before, in_flight=None, states={}, pending_resets=frozenset())
+    assert answer_violations(before, failed, fenced, BACKOFF) == []
+    older, _ = reset_in_flight(request_epoch=-1)
+    assert answer_violations(older, failed, fenced, BACKOFF) != []
+
+
+def test_a_timed_out_reset_of_an_earlier_epoch_backs_nothing_off() -> None:
+    """A reset's LIST_OFFSETS times out after a LeaderAndIsr moved its partition to a new
+    epoch: the request no longer concerns the partition, whose back-off must not change."""
+    before, _ = reset_in_flight()
+    moved = replace(before.states[TP], current_leader_epoch=1, state=FETCHING)
+    stale = replace(before, now_ms=31_000, states={TP: moved})
+    unchanged = replace(stale, in_flight=None, pending_resets=frozenset())
+    assert backoff_violations(stale, unchanged, [], BACKOFF) == []
+    delayed = replace(unchanged, states={TP: replace(moved, delay_until_ms=31_000 + BACKOFF)})
+    [(name, reason)] = backoff_violations(stale, delayed, [], BACKOFF)
+    assert name == NAME and "timed out" in reason and "expected None" in reason

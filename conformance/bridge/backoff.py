@@ -5,17 +5,20 @@ The spec lets a follower's fetcher act whenever it has something to do; Kafka 2.
 `AbstractFetcherThread` backs a partition off for `replica.fetch.backoff.ms` after an error
 (`handlePartitionsWithErrors`, `delayPartitions`: a partition already delayed keeps its
 deadline), and a partition is ready again once its `DelayedItem` is due (deadline <= now).
-This check reads a fetcher's partition states just before and after one `DoWork` step (the
+This check reads a fetcher's partition states just before and after one `DoWork` step or answer (the
 implementation's own bookkeeping: which partitions wait, until when, and the request in
 flight) and holds them to those rules on the simulated clock:
 
 - a request that timed out backs every partition it concerned off for exactly
-  replica.fetch.backoff.ms from now, unless it was already delayed (R8);
+  replica.fetch.backoff.ms from now, unless it was already delayed, and no other (R8);
 - a partition whose back-off has not ended is in no request the step sends;
 - an iteration with no request in flight and a partition ready (Fetching or Truncating, due,
   no reset pending) does something: sends a request or moves a partition's state;
-- a FETCH answer with an error for a partition it concerns backs that partition off for
-  exactly replica.fetch.backoff.ms from now (`answer_violations`).
+- an answer with an error for a partition it concerns backs that partition off for exactly
+  replica.fetch.backoff.ms from now (`answer_violations`): a FETCH answer
+  (`processFetchRequest`), an OffsetsForLeaderEpoch answer (`truncateToEpochEndOffsets`), and
+  the LIST_OFFSETS answer of an out-of-range reset, which also ends the reset
+  (`handleOutOfRangeError`, R9).
 
 Reported as `FetchBackoffOnTime`, like an invariant.
 """
@@ -31,10 +34,16 @@ from kreplica.impl.messages import (
     FetchRequest,
     FetchResponse,
     ListOffsetsRequest,
+    ListOffsetsResponse,
     Message,
     OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     TopicPartition,
 )
+
+FetcherAnswer = FetchResponse | OffsetsForLeaderEpochResponse | ListOffsetsResponse
+"""The answers a follower's fetcher takes: to its FETCH, OffsetsForLeaderEpoch or the
+LIST_OFFSETS of an out-of-range reset."""
 
 NAME = "FetchBackoffOnTime"
 """The name a back-off at the wrong time is reported under."""
@@ -118,18 +127,32 @@ out-of-range reset (R9), and a fenced epoch (the partition fails or waits for a 
 def answer_violations(
     before: FetcherView | None,
     after: FetcherView | None,
-    answer: FetchResponse,
+    answer: FetcherAnswer,
     backoff_ms: int,
 ) -> list[tuple[str, str]]:
-    """Judge a fetcher's handling of the FETCH answer to its request in flight
-    (processFetchRequest, R8): each partition the answer still concerns (tracked, Fetching at
+    """Judge a fetcher's handling of the answer to its request in flight (R8, R9): a FETCH,
+    OffsetsForLeaderEpoch or LIST_OFFSETS answer with errors backs off the partitions it
+    still concerns."""
+    if before is None or after is None or before.in_flight is None:
+        return []
+    if before.in_flight.correlation_id != answer.correlation_id:
+        return []
+    if isinstance(answer, FetchResponse):
+        return _fetch_answer(before, after, answer, backoff_ms)
+    if isinstance(answer, OffsetsForLeaderEpochResponse):
+        return _epoch_answer(before, after, answer, backoff_ms)
+    return _reset_answer(before, after, answer, backoff_ms)
+
+
+def _fetch_answer(
+    before: FetcherView, after: FetcherView, answer: FetchResponse, backoff_ms: int
+) -> list[tuple[str, str]]:
+    """processFetchRequest: each partition the answer still concerns (tracked, Fetching at
     the offset asked, not delayed, no reset pending) that comes back with an error that backs
     off (`NO_BACKOFF`), or every one of them for an error of the whole answer, is delayed
     for exactly replica.fetch.backoff.ms from now."""
-    if before is None or after is None or before.in_flight is None:
-        return []
     flight, now = before.in_flight, before.now_ms
-    if flight.session is None or flight.correlation_id != answer.correlation_id:
+    if flight is None or flight.session is None:
         return []
     errors = {p.tp: p.error for p in answer.partitions}
     wrong = []
@@ -148,17 +171,89 @@ def answer_violations(
         then = after.states.get(tp)
         if then is not None and then.delay_until_ms != now + backoff_ms:
             wrong.append(f"{tp} ({error.name}) delayed until {then.delay_until_ms}")
-    if wrong:
-        expected = now + backoff_ms
-        return [(NAME, f"a FETCH answer at {now} ms: {'; '.join(wrong)}, expected {expected}")]
-    return []
+    return _named("a FETCH answer", now, wrong, now + backoff_ms)
+
+
+def _epoch_answer(
+    before: FetcherView,
+    after: FetcherView,
+    answer: OffsetsForLeaderEpochResponse,
+    backoff_ms: int,
+) -> list[tuple[str, str]]:
+    """truncateToEpochEndOffsets: each partition of the answer still tracked with the leader
+    epoch it was asked in, that comes back with an error other than a fenced epoch (the
+    partition fails, `onPartitionFenced`, which the spec judges), backs off."""
+    flight, now = before.in_flight, before.now_ms
+    if flight is None or flight.epochs is None:
+        return []
+    wrong = []
+    for item in sorted(answer.partitions, key=lambda p: str(p.tp)):
+        asked, state = flight.epochs.get(item.tp), before.states.get(item.tp)
+        if (
+            asked is None
+            or state is None
+            or asked.current_leader_epoch != state.current_leader_epoch
+            or item.error in (Errors.NONE, Errors.FENCED_LEADER_EPOCH)
+        ):
+            continue
+        then = after.states.get(item.tp)
+        if then is None or then.delay_until_ms != _backed_off(state, now, backoff_ms):
+            until = None if then is None else then.delay_until_ms
+            wrong.append(f"{item.tp} ({item.error.name}) delayed until {until}")
+    return _named("an OffsetsForLeaderEpoch answer", now, wrong, now + backoff_ms)
+
+
+def _reset_answer(
+    before: FetcherView, after: FetcherView, answer: ListOffsetsResponse, backoff_ms: int
+) -> list[tuple[str, str]]:
+    """handleOutOfRangeError (R9): a reset still pending for the leader epoch its partition
+    is tracked with, answered with an error (or not at all for its partition), ends, and
+    its partition backs off, unless the error is a fenced epoch and the reset's FETCH was
+    sent in the epoch tracked now (the partition fails, `onPartitionFenced`)."""
+    flight, now = before.in_flight, before.now_ms
+    if flight is None or flight.reset is None:
+        return []
+    reset = flight.reset
+    state = before.states.get(reset.tp)
+    if (
+        state is None
+        or state.current_leader_epoch != reset.leader_epoch
+        or reset.tp not in before.pending_resets
+    ):
+        return []
+    item = next((p for p in answer.partitions if p.tp == reset.tp), None)
+    error = Errors.UNKNOWN_TOPIC_OR_PARTITION if item is None else item.error
+    if error is Errors.NONE:
+        return []
+    wrong = []
+    if reset.tp in after.pending_resets:
+        wrong.append(f"{reset.tp} ({error.name}) still resetting")
+    fails = error is Errors.FENCED_LEADER_EPOCH and reset.request_epoch == reset.leader_epoch
+    then = after.states.get(reset.tp)
+    if not fails and (then is None or then.delay_until_ms != _backed_off(state, now, backoff_ms)):
+        until = None if then is None else then.delay_until_ms
+        wrong.append(f"{reset.tp} ({error.name}) delayed until {until}")
+    return _named("a LIST_OFFSETS answer of an out-of-range reset", now, wrong, now + backoff_ms)
+
+
+def _backed_off(state: PartitionFetchState, now_ms: int, backoff_ms: int) -> int | None:
+    """Where delayPartitions leaves a partition: an earlier back-off keeps its deadline."""
+    return state.delay_until_ms if _delayed(state, now_ms) else now_ms + backoff_ms
+
+
+def _named(what: str, now_ms: int, wrong: list[str], expected: int) -> list[tuple[str, str]]:
+    if not wrong:
+        return []
+    return [(NAME, f"{what} at {now_ms} ms: {'; '.join(wrong)}, expected {expected}")]
 
 
 def _request_failure(
     before: FetcherView, after: FetcherView, backoff_ms: int
 ) -> list[tuple[str, str]]:
-    """A request that timed out: its tracked partitions back off from now (R8), except those
-    already delayed and, for OffsetsForLeaderEpoch, those whose leader epoch moved since."""
+    """A request that timed out: the tracked partitions it concerned back off from now (R8),
+    except those already delayed; those whose leader epoch moved since it was sent (an
+    OffsetsForLeaderEpoch, a reset's LIST_OFFSETS) are not concerned, and no partition it
+    does not concern changes its back-off."""
     assert before.in_flight is not None
     flight, now = before.in_flight, before.now_ms
     if flight.session is not None:
@@ -174,14 +269,16 @@ def _request_failure(
         flight.reset is not None
         and flight.reset.tp in before.pending_resets
         and flight.reset.tp in before.states
+        and before.states[flight.reset.tp].current_leader_epoch == flight.reset.leader_epoch
     ):
         concerned = {flight.reset.tp}  # an untracked partition has nothing to back off
     else:
         concerned = set()
     wrong = []
-    for tp in sorted(concerned, key=str):
-        state, then = before.states[tp], after.states.get(tp)
-        expected = state.delay_until_ms if _delayed(state, now) else now + backoff_ms
+    for tp, state in sorted(before.states.items(), key=lambda item: str(item[0])):
+        then = after.states.get(tp)
+        kept = state.delay_until_ms
+        expected = _backed_off(state, now, backoff_ms) if tp in concerned else kept
         if then is not None and then.delay_until_ms != expected:
             wrong.append(f"{tp} delayed until {then.delay_until_ms}, expected {expected}")
     if wrong:

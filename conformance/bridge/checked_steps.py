@@ -11,6 +11,7 @@ schedule both use it, so a saved failure replays exactly as it was found.
 from __future__ import annotations
 
 from kreplica.conformance.bridge.backoff import (
+    FetcherAnswer,
     FetcherView,
     answer_violations,
     backoff_violations,
@@ -21,15 +22,18 @@ from kreplica.conformance.bridge.client_answers import (
     held_request_violations,
 )
 from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
-from kreplica.conformance.bridge.invariants import violations
-from kreplica.conformance.bridge.lag_times import shrink_violations
+from kreplica.conformance.bridge.invariants import joins_caught_up, violations
+from kreplica.conformance.bridge.lag_times import proposal_violations, shrink_violations
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
 from kreplica.conformance.bridge.recorder import Args, Event, Recorder
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import (
+    AlterPartitionRequest,
     FetchRequest,
     FetchResponse,
     ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochResponse,
     ProduceRequest,
 )
 from kreplica.impl.steps import Deliver, DoWork, ShrinkIsr, Step
@@ -110,6 +114,7 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
     """
     before = recorder.state
     fetcher, answer = _fetcher_before(recorder.cluster, step)
+    isr_in_flight = _isr_change_in_flight(recorder, step)
     try:
         events = recorder.apply(step)
     except Exception as err:
@@ -118,25 +123,66 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         return None
     found = (
         _event_violations(recorder, events, before)
-        or _timing_violations(recorder, step, before, fetcher, answer)
+        or _proposal_violations(recorder, before)
+        or _timing_violations(recorder, step, before, fetcher, answer, isr_in_flight)
         or client_violations(recorder)
     )
     return found[0] if found else None
 
 
+def _proposal_violations(recorder: Recorder, before: State) -> list[Violation]:
+    """Under isr=alter-partition, R11 for an ISR expansion the step proposed: the leader
+    decides it (Kafka 2.7's maybeExpandIsr, then an AlterPartition request), so the followers
+    it adds are judged by IsrJoinsCaughtUp now, not when the controller's answer lands."""
+    state = recorder.state
+    for leader in recorder.cluster.broker_ids:
+        proposed = _proposed_isr(recorder, leader)
+        if proposed is None:
+            continue
+        joining = proposed - state["isr"][leader - 1]
+        if reason := joins_caught_up(before, state, leader, joining):
+            return [("IsrJoinsCaughtUp", reason)]
+    return []
+
+
+def _isr_change_in_flight(recorder: Recorder, step: Step) -> bool:
+    """Under isr=alter-partition, whether the leader a ShrinkIsr step runs has an ISR change
+    awaiting the controller's answer (its Partition's pending ISR) before the step."""
+    if not isinstance(step, ShrinkIsr) or recorder.cluster.variant.isr != "alter-partition":
+        return False
+    partition = recorder.cluster.partition(step.broker, recorder.tp)
+    return partition is not None and partition.pending_isr is not None
+
+
+def _proposed_isr(recorder: Recorder, leader: int) -> frozenset[int] | None:
+    """The ISR `leader` proposed to the controller in the last step's AlterPartition
+    request, if it sent one."""
+    for envelope in recorder.sent:
+        payload = envelope.payload
+        if envelope.src == leader and isinstance(payload, AlterPartitionRequest):
+            for item in payload.partitions:
+                if item.tp == recorder.tp:
+                    return frozenset(item.new_isr)
+    return None
+
+
 def _fetcher_before(
     cluster: Cluster, step: Step
-) -> tuple[FetcherView | None, FetchResponse | None]:
-    """The fetcher a step works or answers, as it stands before the step, and the FETCH
-    answer the step delivers to it, if it delivers one (an answer addressed to an earlier
-    incarnation of the broker is dropped on arrival: it reaches no fetcher)."""
+) -> tuple[FetcherView | None, FetcherAnswer | None]:
+    """The fetcher a step works or answers, as it stands before the step, and the answer
+    (FETCH, OffsetsForLeaderEpoch, LIST_OFFSETS) the step delivers to it, if it delivers
+    one (an answer addressed to an earlier incarnation of the broker is dropped on arrival:
+    it reaches no fetcher)."""
     if isinstance(step, DoWork):
         return fetcher_view(cluster, step.broker, step.source), None
     if isinstance(step, Deliver) and step.dst not in (CLIENT, CONTROLLER):
         envelope = cluster.network.peek((step.src, step.dst), step.index)
         if (
             envelope is not None
-            and isinstance(envelope.payload, FetchResponse)
+            and isinstance(
+                envelope.payload,
+                FetchResponse | OffsetsForLeaderEpochResponse | ListOffsetsResponse,
+            )
             and envelope.dst_incarnation == cluster.incarnation(step.dst)
         ):
             return fetcher_view(cluster, step.dst, step.src), envelope.payload
@@ -148,6 +194,8 @@ def _event_violations(recorder: Recorder, events: list[Event], before: State) ->
     no idle fetcher after a LeaderAndIsr."""
     for event in events:
         found = checked_violations(event.state, before)
+        if event.action == "LeaderHandleAlterPartitionResponse":  # judged when proposed
+            found = [v for v in found if v[0] != "IsrJoinsCaughtUp"]
         if event.action == "BecomeLeaderOrFollower":
             found += idle_fetcher_violations(recorder.cluster, int(event.args["replica"]))
         if found:
@@ -161,9 +209,10 @@ def _timing_violations(
     step: Step,
     before: State,
     fetcher: FetcherView | None,
-    answer: FetchResponse | None,
+    answer: FetcherAnswer | None,
+    isr_in_flight: bool,
 ) -> list[Violation]:
-    """Kafka's timing rules on the simulated clock: a fetcher iteration's or a FETCH answer's
+    """Kafka's timing rules on the simulated clock: a fetcher iteration's or an answer's
     back-off (`backoff`), an ISR shrink's lag time (`lag_times`)."""
     cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
     if isinstance(step, DoWork):
@@ -174,8 +223,11 @@ def _timing_violations(
             fetcher, fetcher_view(cluster, step.dst, step.src), answer, backoff
         )
     if isinstance(step, ShrinkIsr):
-        now = cluster.clock.now_ms
-        return shrink_violations(recorder.lag_times, step.broker, before, recorder.state, now)
+        now, lag = cluster.clock.now_ms, recorder.lag_times
+        if cluster.variant.isr == "alter-partition":
+            proposed = _proposed_isr(recorder, step.broker)
+            return proposal_violations(lag, step.broker, before, isr_in_flight, proposed, now)
+        return shrink_violations(lag, step.broker, before, recorder.state, now)
     return []
 
 

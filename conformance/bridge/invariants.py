@@ -178,13 +178,24 @@ def isr_joins_caught_up(before: State, after: State) -> str | None:
         same = before["leader"][i] == after["leader"][i] == l
         if not same or before["leaderEpoch"][i] != after["leaderEpoch"][i]:
             continue
-        floor = max(before["hw"][i], leso_of(before, l))
-        for f in sorted(after["isr"][i] - before["isr"][i]):
-            if after["remoteLeo"][i][f - 1] < floor:
-                return (
-                    f"follower {f} joined leader {l}'s ISR from offset "
-                    f"{after['remoteLeo'][i][f - 1]}, below max(HW, epoch start) {floor}"
-                )
+        if reason := joins_caught_up(before, after, l, after["isr"][i] - before["isr"][i]):
+            return reason
+    return None
+
+
+def joins_caught_up(
+    before: State, after: State, leader: int, joining: frozenset[int]
+) -> str | None:
+    """R11 for the followers `joining` leader's ISR in a step: each from a fetch at or past
+    the leader's HW and the start of its epoch before the step."""
+    i = leader - 1
+    floor = max(before["hw"][i], leso_of(before, leader))
+    for f in sorted(joining):
+        if after["remoteLeo"][i][f - 1] < floor:
+            return (
+                f"follower {f} joined leader {leader}'s ISR from offset "
+                f"{after['remoteLeo'][i][f - 1]}, below max(HW, epoch start) {floor}"
+            )
     return None
 
 

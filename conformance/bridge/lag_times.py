@@ -171,3 +171,30 @@ def shrink_violations(
             f"{now_ms} ms; lagging for more than {lag.lag_time_max_ms} ms: {lagging}",
         )
     ]
+
+
+def proposal_violations(
+    lag: LagTimes,
+    leader: int,
+    before: State,
+    in_flight: bool,
+    proposed: frozenset[int] | None,
+    now_ms: int,
+) -> list[tuple[str, str]]:
+    """Judge a run of `leader`'s isr-expiration task under isr=alter-partition (KIP-497,
+    Kafka 2.7), where the shrink is a proposal the controller answers later: the proposed ISR
+    (`proposed`, None if it sent none) drops exactly the followers that lag (R12), and nothing
+    is proposed while an earlier change is in flight."""
+    expected = frozenset() if in_flight else lag.out_of_sync(before, leader, now_ms)
+    dropped = frozenset() if proposed is None else before["isr"][leader - 1] - proposed
+    if dropped == expected:
+        return []
+    lagging = sorted(expected) or "none"
+    return [
+        (
+            NAME,
+            f"leader {leader} proposed dropping {sorted(dropped) or 'no follower'} from its "
+            f"ISR at {now_ms} ms; lagging for more than {lag.lag_time_max_ms} ms: {lagging}"
+            + (" (an ISR change was in flight)" if in_flight else ""),
+        )
+    ]

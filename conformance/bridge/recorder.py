@@ -33,6 +33,8 @@ from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     FetchRequest,
     FetchResponse,
     LeaderAndIsrRequest,
@@ -97,9 +99,19 @@ BROKER_STEPS: dict[type, str] = {
 }
 
 
-NO_OPS = frozenset({"LoseMessage", "Flush", "FailLogDir", "HaltOnLogDirFailure"})
+ALTER_PARTITION_ACTIONS = frozenset(
+    {"ControllerHandleAlterPartition", "LeaderHandleAlterPartitionResponse"}
+)
+"""Actions of the variant isr=alter-partition (KIP-497, Kafka 2.7), which the spec does not
+model: the controller takes a leader's ISR change, and the leader takes the answer. Recorded
+so that the fuzzer follows the state and judges it (invariants, the client's answers); `kreplica
+conform` refuses the variant."""
+
+NO_OPS = frozenset(
+    {"LoseMessage", "Flush", "FailLogDir", "HaltOnLogDirFailure", *ALTER_PARTITION_ACTIONS}
+)
 """Actions whose step may change nothing (a flush of a flushed log, a halt of a broker whose
-log dir has not failed): recorded only when the state moves."""
+log dir has not failed, an ISR change refused): recorded only when the state moves."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,12 @@ def delivery_action(
         records = [r for p in payload.partitions for r in p.record_ids]
         record = records[0] if records else -1
         return "Produce", {"replica": dst, "record": record, "acks": payload.acks}
+    if isinstance(payload, AlterPartitionRequest) and isinstance(step, Deliver):
+        return "ControllerHandleAlterPartition", {"replica": src}
+    if isinstance(payload, AlterPartitionResponse) and isinstance(step, Deliver):
+        if not delivered_to_running(cluster, envelope):
+            return None
+        return "LeaderHandleAlterPartitionResponse", {"replica": dst}
     if not delivered_to_running(cluster, envelope) or isinstance(payload, ProduceRequest):
         return None  # not in the spec's msgs: a message to a dead incarnation, or a client's
     if projector is not None and not projector.shown(envelope):

@@ -52,7 +52,7 @@ from hypothesis.stateful import (
 from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
 from kreplica.conformance.bridge.schedule import (
     TP,
     variant_to_json,
@@ -260,6 +260,21 @@ knows: a HW moved, an ISR changed, a leader took office, a producer got an ack. 
 strike only just after such a moment (as CrashTuner crashes nodes right after meta-data
 updates): a fault at a random time mostly hits a cluster at rest. A fault's own step opens
 no window (its consequences, such as a leader taking office, do)."""
+
+STIRRING_REQUESTS = frozenset({"OffsetsForLeaderEpochRequest", "ListOffsetsRequest"})
+"""Requests whose sending is a stir too: a follower asks its leader where to truncate (R6)
+or where its out-of-range reset lands (R9). Until the answer, the follower acts on what the
+leader knew when it answered, the window in which KIP-101 and KIP-279 found their bugs; a
+fault then (an election, a crash) makes the leader answer with an error or a moved epoch."""
+
+
+def stirred_by(before: State, after: State) -> bool:
+    """The step moved a STIRRING_VARS variable or sent a STIRRING_REQUESTS request."""
+    if any(before[v] != after[v] for v in STIRRING_VARS):
+        return True
+    sent = after["msgs"] - before["msgs"]
+    return any(m["type"] in STIRRING_REQUESTS for m in sent)
+
 
 FAULT_WINDOWS = (1, 2, 4, 8)
 """Trigger timing: how many steps after a stir a fault may strike."""
@@ -487,7 +502,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.stats.steps += 1
         after = self.recorder.state
         self.visited.add(abstract_state(after))
-        stirred = not self._faulting and any(before[v] != after[v] for v in STIRRING_VARS)
+        stirred = not self._faulting and stirred_by(before, after)
         self.faults.tick(stirred)
         self.records.tick()
         self._choices = {}

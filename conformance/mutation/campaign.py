@@ -7,9 +7,12 @@ By default the campaign is the one issue #14's study used (never tuned to a muta
 same size of campaign under that variant for conformance only: `kreplica fuzz --variant V
 --no-invariants ...` (an unsafe variant breaks invariants by design; a step that raises still
 fails it) and `kreplica conform C --variant V ...`, the variant's traces against the spec under
-the same variant. The variants' code (truncation to the HW and the out-of-range reset, R9;
-unclean elections; KIP-101's end offsets without epochs, R6) is shared with the correct
-protocol's, and no other campaign reaches it.
+the same variant; a variant the spec does not model (isr=alter-partition) has no spec to
+conform to, so its stage is `kreplica fuzz --variant V ...` with the fuzzer's checks on (it is
+a safe protocol: they hold for it). The variants' code (truncation to the HW and the
+out-of-range reset, R9; unclean elections; KIP-101's end offsets without epochs, R6; an ISR
+change answered later, KIP-497) is shared with the correct protocol's, and no other campaign
+reaches it.
 Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
@@ -50,6 +53,7 @@ from pathlib import Path
 from kreplica.conformance.mutation.operators import Mutant
 from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
 from kreplica.conformance.tla.tlc import death_signal
+from kreplica.impl.variants import not_in_spec, parse_variant
 
 KILLED = "killed"
 TIMEOUT = "timeout"
@@ -71,8 +75,14 @@ class Campaign:
     steps: int = 50
     seed: int = 1
     time_limit: float = 600.0
-    variants: tuple[str, ...] = ("truncation=hw", "election=unclean", "truncation=kip101")
-    """Protocol variants (`kreplica fuzz --variant`) whose traces must conform too."""
+    variants: tuple[str, ...] = (
+        "truncation=hw",
+        "election=unclean",
+        "truncation=kip101",
+        "isr=alter-partition",
+    )
+    """Protocol variants (`kreplica fuzz --variant`) whose runs must pass too: a variant the
+    spec models by conformance, one it does not by the fuzzer's own checks."""
 
 
 @dataclass(slots=True)
@@ -291,23 +301,28 @@ def _stage(
     o: Outcome,
     mutated: bool,
 ) -> None:
-    """One fuzz + conform campaign: the correct protocol's (`variant` None, invariants on) or
-    a variant's (conformance only); fills in the outcome `o` unless the mutant survives it.
-    For a mutant (`mutated`), a failure the unmutated implementation replays is an error."""
+    """One fuzz + conform campaign: the correct protocol's (`variant` None, invariants on), a
+    modelled variant's (conformance only), or an unmodelled variant's (the fuzzer's checks
+    only: there is no spec to conform to); fills in the outcome `o` unless the mutant
+    survives it. For a mutant (`mutated`), a failure the unmutated implementation replays is
+    an error."""
     work.mkdir()
     corpus = work / "corpus.jsonl"
     chosen = [] if variant is None else ["--variant", variant]
+    modelled = variant is None or not not_in_spec(parse_variant([variant]))
     fuzz_args = [
         "fuzz", "--examples", str(campaign.examples), "--steps", str(campaign.steps),
-        "--seed", str(campaign.seed), "--corpus", str(corpus), "--no-shrink",
-        "--out", str(work / "fuzz"), *chosen,
-        *([] if variant is None else ["--no-invariants"]),
+        "--seed", str(campaign.seed), "--no-shrink", "--out", str(work / "fuzz"), *chosen,
+        *(["--corpus", str(corpus)] if modelled else []),
+        *([] if variant is None or not modelled else ["--no-invariants"]),
     ]  # fmt: skip
     where = "" if variant is None else f" ({variant})"
     code, text = _run(fuzz_args, work, env, deadline)
     o.exits["fuzz" + where] = code
     if code != 0:
         _judge_fuzz(code, text, where, work, deadline, o, mutated)
+        return
+    if not modelled:
         return
     conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1", *chosen]
     code, text = _run([*conform_args, "--out", str(work / "conform")], work, env, deadline)
