@@ -6,8 +6,15 @@ from __future__ import annotations
 import pytest
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
-from kreplica.conformance.bridge.lag_times import NAME, FollowerTimes
+from kreplica.conformance.bridge.lag_times import (
+    HW_NAME,
+    NAME,
+    FollowerTimes,
+    LagTimes,
+    hw_violations,
+)
 from kreplica.conformance.bridge.projection import CLIENT
+from kreplica.conformance.tla.tlavalue import Record
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import TopicPartition
@@ -81,3 +88,34 @@ def test_a_leader_that_keeps_a_lagging_follower_is_named(monkeypatch: pytest.Mon
     found = apply_checked(rec, ShrinkIsr(1))
     assert found is not None and found[0] == NAME
     assert "dropped no follower" in found[1] and ": [2]" in found[1]
+
+
+def test_a_leader_that_keeps_its_hw_after_a_fetch_that_moves_it_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """maybeIncrementLeaderHW on a fetch that moved the follower's LEO (R13): the one
+    follower has the record, so the HW must reach it."""
+    rec = recorder()
+    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0))
+    fetch_round(rec)  # the record reaches follower 2
+    monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)
+    checked(rec, DoWork(2, 1))
+    found = apply_checked(rec, Deliver(2, 1, 0))  # at offset 1: the follower has it
+    assert found is not None and found[0] == HW_NAME
+    assert "HW is 0 after a fetch" in found[1] and "expected 1" in found[1]
+
+
+def test_a_follower_caught_up_on_time_holds_the_hw_back_outside_the_isr() -> None:
+    """Kafka 2.6 also waits for a follower outside the ISR that caught up within
+    replica.lag.time.max.ms (the spec lets any follower the leader heard from do so): follower
+    3 (LEO 1) holds leader 1's HW at 1 until its caught-up time is that old (states by hand)."""
+    lag = LagTimes((1, 2, 3), LAG)
+    lag.times = {(1, 2): FollowerTimes(0, 3, 0), (1, 3): FollowerTimes(10_000, 3, 10_000)}
+    log = (Record({"epoch": 0, "record": r}) for r in (1, 2, 3))
+    before = {"isr": ({1, 2}, set(), set()), "hw": (1, 0, 0), "remoteLeo": ((-1, 2, 1),)}
+    before["log"] = (tuple(log), (), ())
+    after = {**before, "remoteLeo": ((-1, 3, 1),), "hw": (1, 0, 0)}
+    assert hw_violations(lag, 1, before, after, 10_000 + LAG) == []
+    [(name, reason)] = hw_violations(lag, 1, before, {**after, "hw": (3, 0, 0)}, 10_000 + LAG)
+    assert name == HW_NAME and "expected 1" in reason and "[2, 3]" in reason
+    assert hw_violations(lag, 1, before, {**after, "hw": (3, 0, 0)}, 10_001 + LAG) == []

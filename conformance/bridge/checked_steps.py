@@ -23,7 +23,12 @@ from kreplica.conformance.bridge.client_answers import (
 )
 from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
 from kreplica.conformance.bridge.invariants import joins_caught_up, violations
-from kreplica.conformance.bridge.lag_times import proposal_violations, shrink_violations
+from kreplica.conformance.bridge.lag_times import (
+    hw_violations,
+    proposal_violations,
+    read_ok,
+    shrink_violations,
+)
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
 from kreplica.conformance.bridge.recorder import Args, Event, Recorder
 from kreplica.impl.cluster import Cluster
@@ -130,6 +135,20 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
     return found[0] if found else None
 
 
+def _fetch_hw_violations(recorder: Recorder, event: Event, before: State) -> list[Violation]:
+    """The HW a leader computes on a follower's FETCH it answered (`lag_times.hw_violations`;
+    under isr=alter-partition with the ISR it has proposed, which no spec variable holds)."""
+    leader, follower = int(event.args["replica"]), int(event.args["follower"])
+    if not read_ok(recorder.sent, leader, follower):
+        return []
+    partition = recorder.cluster.partition(leader, recorder.tp)
+    proposed = partition.pending_isr if partition is not None else None
+    now = recorder.cluster.clock.now_ms
+    return hw_violations(
+        recorder.lag_times, leader, before, event.state, now, proposed or frozenset()
+    )
+
+
 def _proposal_violations(recorder: Recorder, before: State) -> list[Violation]:
     """Under isr=alter-partition, R11 for an ISR expansion the step proposed: the leader
     decides it (Kafka 2.7's maybeExpandIsr, then an AlterPartition request), so the followers
@@ -198,6 +217,8 @@ def _event_violations(recorder: Recorder, events: list[Event], before: State) ->
             found = [v for v in found if v[0] != "IsrJoinsCaughtUp"]
         if event.action == "BecomeLeaderOrFollower":
             found += idle_fetcher_violations(recorder.cluster, int(event.args["replica"]))
+        if event.action == "LeaderHandleFetch":
+            found += _fetch_hw_violations(recorder, event, before)
         if found:
             return found
         before = event.state

@@ -28,6 +28,9 @@ from kreplica.impl.network import Envelope
 NAME = "IsrShrinksOnLagTime"
 """The name a shrink at the wrong time is reported under."""
 
+HW_NAME = "HighWatermarkOnTime"
+"""The name a HW that ignores (or invents) a catching-up follower is reported under."""
+
 UNKNOWN_OFFSET = -1
 """Kafka's Log.UnknownOffset: what a new leader knows of a follower's LEO."""
 
@@ -71,7 +74,7 @@ class LagTimes:
             self._leader_and_isr(int(str(args["replica"])), before, after, now_ms)
         elif action == "LeaderHandleFetch":
             leader, follower = int(str(args["replica"])), int(str(args["follower"]))
-            if _read_ok(sent, leader, follower):
+            if read_ok(sent, leader, follower):
                 offset = int(str(args["offset"]))
                 self._fetch(leader, follower, offset, len(before["log"][leader - 1]), now_ms)
 
@@ -130,8 +133,54 @@ class LagTimes:
                 out.add(f)
         return frozenset(out)
 
+    def hw_holders(self, s: State, leader: int, now_ms: int) -> frozenset[int]:
+        """The followers whose LEO bounds `leader`'s HW in state s (maybeIncrementLeaderHW,
+        R13): its ISR followers, and those that caught up within replica.lag.time.max.ms."""
+        i = leader - 1
+        holders = set(s["isr"][i]) - {leader}
+        for f in self.replicas:
+            times = self.times.get((leader, f))
+            recent = times is not None and (
+                now_ms - times.last_caught_up_time_ms <= self.lag_time_max_ms
+            )
+            if f != leader and recent:
+                holders.add(f)
+        return frozenset(holders)
 
-def _read_ok(sent: list[Envelope], leader: int, follower: int) -> bool:
+
+def hw_violations(
+    lag: LagTimes,
+    leader: int,
+    before: State,
+    after: State,
+    now_ms: int,
+    proposed: frozenset[int] = frozenset(),
+) -> list[tuple[str, str]]:
+    """Judge the HW `leader` computes after a follower's FETCH it answered without an error
+    that moved the follower's LEO (updateFollowerFetchState calls maybeIncrementLeaderHW only
+    then, R13): the least LEO of the leader and the `hw_holders`, if that is above the HW it
+    had, else the HW it had. The spec lets any follower the leader has heard from hold the HW
+    back (`CatchingUp`); Kafka decides by the clock. Under isr=alter-partition the followers
+    of an ISR change in flight (`proposed`, KIP-497's maximal ISR) hold it back too."""
+    i = leader - 1
+    if before["remoteLeo"][i] == after["remoteLeo"][i]:
+        return []
+    holders = lag.hw_holders(after, leader, now_ms) | (proposed - {leader})
+    bound = min([len(after["log"][i]), *(after["remoteLeo"][i][f - 1] for f in holders)])
+    expected = max(before["hw"][i], bound)
+    if after["hw"][i] == expected:
+        return []
+    return [
+        (
+            HW_NAME,
+            f"leader {leader}'s HW is {after['hw'][i]} after a fetch at {now_ms} ms, expected "
+            f"{expected}: min of its LEO and of followers {sorted(holders)} (its ISR and those "
+            f"caught up within {lag.lag_time_max_ms} ms)",
+        )
+    ]
+
+
+def read_ok(sent: list[Envelope], leader: int, follower: int) -> bool:
     """The leader answered the follower's FETCH without an error: only such a read records
     the follower's fetch (ReplicaManager.updateFollowerFetchState)."""
     for envelope in sent:
