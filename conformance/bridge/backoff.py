@@ -5,9 +5,9 @@ The spec lets a follower's fetcher act whenever it has something to do; Kafka 2.
 `AbstractFetcherThread` backs a partition off for `replica.fetch.backoff.ms` after an error
 (`handlePartitionsWithErrors`, `delayPartitions`: a partition already delayed keeps its
 deadline), and a partition is ready again once its `DelayedItem` is due (deadline <= now).
-This check reads a fetcher's partition states just before and after one `DoWork` step or answer (the
-implementation's own bookkeeping: which partitions wait, until when, and the request in
-flight) and holds them to those rules on the simulated clock:
+This check reads a fetcher's partition states just before and after one `DoWork` step or one
+answer it takes (the implementation's own bookkeeping: which partitions wait, until when, and
+the request in flight) and holds them to those rules on the simulated clock:
 
 - a request that timed out backs every partition it concerned off for exactly
   replica.fetch.backoff.ms from now, unless it was already delayed, and no other (R8);

@@ -112,7 +112,8 @@ class SpecRecorder(Recorder):
 def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Violation | None:
     """Apply one step through the recorder; the first violation it shows, if any (with
     `invariants` False, only exceptions count): the spec's invariants after each spec action
-    (and no idle fetcher after a LeaderAndIsr), then Kafka's timing rules (`backoff`,
+    (no idle fetcher after a LeaderAndIsr, the HW a follower's fetch sets by Kafka's clock),
+    an ISR change proposed under isr=alter-partition, then Kafka's timing rules (`backoff`,
     `lag_times`), then the client's answers and requests (`client_answers`).
 
     An exception from the simulator is a finding too: it is reported as IMPLEMENTATION_ERROR.
@@ -209,8 +210,8 @@ def _fetcher_before(
 
 
 def _event_violations(recorder: Recorder, events: list[Event], before: State) -> list[Violation]:
-    """The invariants after each spec action the step performed (`checked_violations`), and
-    no idle fetcher after a LeaderAndIsr."""
+    """The invariants after each spec action the step performed (`checked_violations`), no
+    idle fetcher after a LeaderAndIsr, and the HW a leader sets on a follower's fetch."""
     for event in events:
         found = checked_violations(event.state, before)
         if event.action == "LeaderHandleAlterPartitionResponse":  # judged when proposed

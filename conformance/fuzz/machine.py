@@ -263,9 +263,9 @@ no window (its consequences, such as a leader taking office, do)."""
 
 STIRRING_REQUESTS = frozenset({"OffsetsForLeaderEpochRequest", "ListOffsetsRequest"})
 """Requests whose sending is a stir too: a follower asks its leader where to truncate (R6)
-or where its out-of-range reset lands (R9). Until the answer, the follower acts on what the
-leader knew when it answered, the window in which KIP-101 and KIP-279 found their bugs; a
-fault then (an election, a crash) makes the leader answer with an error or a moved epoch."""
+or where its out-of-range reset lands (R9). A fault before the answer (an election, a crash,
+a failed log dir) makes the leader answer with an error, or the follower take an answer
+from an epoch that has moved on: the window KIP-101 and KIP-279 are about."""
 
 
 def stirred_by(before: State, after: State) -> bool:
