@@ -4,6 +4,9 @@ leader decides (conformance/bridge/checked_steps.py, lag_times.py; docs/fuzzing.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -108,3 +111,26 @@ def test_a_correct_implementation_passes_a_campaign_under_the_variant() -> None:
     result = CliRunner().invoke(main, [*args, "--seed", "1", "--no-shrink"])
     assert result.exit_code == 0, result.output
     assert "ControllerHandleAlterPartition" in result.output
+
+
+def test_its_traces_replay_on_the_implementation_and_conform_says_why_it_cannot(
+    tmp_path: Path,
+) -> None:
+    """A corpus recorded under the variant replays state for state (`kreplica replay` knows
+    the two steps the spec lacks); `kreplica conform` names them as the variant's, one reason
+    per trace, instead of an unknown action."""
+    corpus = tmp_path / "c.jsonl"
+    args = ["fuzz", "--variant", "isr=alter-partition", "--examples", "8", "--steps", "40"]
+    fuzz = CliRunner().invoke(main, [*args, "--seed", "3", "--corpus", str(corpus)])
+    assert fuzz.exit_code == 0, fuzz.output
+    text = corpus.read_text()
+    assert "ControllerHandleAlterPartition" in text
+    replay = CliRunner().invoke(main, ["replay", str(corpus)])
+    assert replay.exit_code == 0, replay.output
+    assert "0 differ, 0 cannot be replayed" in replay.output
+    out = tmp_path / "conform"
+    conform = CliRunner().invoke(main, ["conform", str(corpus), "--no-spark", "--out", str(out)])
+    assert conform.exit_code == 2, conform.output
+    reasons = [json.loads(line)["reason"] for line in (out / "results.json").open()]
+    assert any("is a step of isr=alter-partition, which the spec does not model" in r
+               for r in reasons)  # fmt: skip

@@ -29,7 +29,7 @@ from kreplica.conformance.bridge.projection import (
 )
 from kreplica.conformance.bridge.step_codec import step_to_json
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
-from kreplica.conformance.tla.vocabulary import VARIABLES
+from kreplica.conformance.tla.vocabulary import IMPL_ONLY_ACTIONS, VARIABLES
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import (
@@ -99,16 +99,8 @@ BROKER_STEPS: dict[type, str] = {
 }
 
 
-ALTER_PARTITION_ACTIONS = frozenset(
-    {"ControllerHandleAlterPartition", "LeaderHandleAlterPartitionResponse"}
-)
-"""Actions of the variant isr=alter-partition (KIP-497, Kafka 2.7), which the spec does not
-model: the controller takes a leader's ISR change, and the leader takes the answer. Recorded
-so that the fuzzer follows the state and judges it (invariants, the client's answers); `kreplica
-conform` refuses the variant."""
-
 NO_OPS = frozenset(
-    {"LoseMessage", "Flush", "FailLogDir", "HaltOnLogDirFailure", *ALTER_PARTITION_ACTIONS}
+    {"LoseMessage", "Flush", "FailLogDir", "HaltOnLogDirFailure", *IMPL_ONLY_ACTIONS}
 )
 """Actions whose step may change nothing (a flush of a flushed log, a halt of a broker whose
 log dir has not failed, an ISR change refused): recorded only when the state moves."""
@@ -142,6 +134,8 @@ def delivery_action(
         records = [r for p in payload.partitions for r in p.record_ids]
         record = records[0] if records else -1
         return "Produce", {"replica": dst, "record": record, "acks": payload.acks}
+    # isr=alter-partition's ISR change (vocabulary.IMPL_ONLY_ACTIONS): recorded so that the
+    # fuzzer follows the state and judges it; `kreplica conform` refuses the variant
     if isinstance(payload, AlterPartitionRequest) and isinstance(step, Deliver):
         return "ControllerHandleAlterPartition", {"replica": src}
     if isinstance(payload, AlterPartitionResponse) and isinstance(step, Deliver):

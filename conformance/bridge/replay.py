@@ -25,7 +25,7 @@ from typing import Any
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, client_violations
 from kreplica.conformance.bridge.invariants import violations
-from kreplica.conformance.bridge.projection import State, delivered_to_running
+from kreplica.conformance.bridge.projection import CONTROLLER, State, delivered_to_running
 from kreplica.conformance.bridge.recorder import Event, Recorder
 from kreplica.conformance.bridge.step_codec import step_from_json
 from kreplica.conformance.errors import TraceError
@@ -36,6 +36,8 @@ from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (
     RECORD_SIZE_BYTES,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     FetchRequest,
     FetchResponse,
     LeaderAndIsrRequest,
@@ -87,6 +89,13 @@ FETCHER_ACTIONS = (
     "FollowerSendFetch",
     "FollowerSendOffsetsForLeaderEpoch",
 )
+# The ISR change of isr=alter-partition, which the spec does not model
+# (vocabulary.IMPL_ONLY_ACTIONS): the message each action takes off the network, and
+# whether the controller takes it.
+ALTER_PARTITION_DELIVERIES: dict[str, tuple[type, bool]] = {
+    "ControllerHandleAlterPartition": (AlterPartitionRequest, True),
+    "LeaderHandleAlterPartitionResponse": (AlterPartitionResponse, False),
+}
 BROKER_STEPS: dict[str, Callable[[int], Step]] = {
     "Crash": Crash,
     "UncleanShutdown": UncleanShutdown,
@@ -112,6 +121,9 @@ SPEC_ACTIONS = frozenset(
     | set(BROKER_STEPS)
     | set(FETCHER_ACTIONS)
 )
+# What a replay takes: the spec's actions, and the recorder's names for the steps of
+# isr=alter-partition (an implementation-only variant: replayed, never conformed).
+REPLAYABLE_ACTIONS = SPEC_ACTIONS | set(ALTER_PARTITION_DELIVERIES)
 
 
 @dataclass(frozen=True)
@@ -349,6 +361,10 @@ class Replayer:
         if action in DELIVERED:
             src = 0 if action == "BecomeLeaderOrFollower" else self._peer(args)
             return [Deliver(src, r, self._index(src, r, action, args))]
+        if action in ALTER_PARTITION_DELIVERIES:
+            kind, to_controller = ALTER_PARTITION_DELIVERIES[action]
+            src, dst = (r, CONTROLLER) if to_controller else (CONTROLLER, r)
+            return [Deliver(src, dst, self._first_of(src, dst, kind, action))]
         if action in BROKER_STEPS:
             return [BROKER_STEPS[action](r)]
         if action == "ControllerElectLeader":
@@ -394,6 +410,13 @@ class Replayer:
         for i, envelope in enumerate(self.cluster.network.queue((src, dst))):
             running = delivered_to_running(self.cluster, envelope)
             if running and self._is(envelope.payload, action, args):
+                return i
+        raise TraceError(f"no message for {action} on link {src} -> {dst}")
+
+    def _first_of(self, src: int, dst: int, kind: type, action: str) -> int:
+        """Where on link src -> dst the first message of `kind` waits."""
+        for i, envelope in enumerate(self.cluster.network.queue((src, dst))):
+            if isinstance(envelope.payload, kind):
                 return i
         raise TraceError(f"no message for {action} on link {src} -> {dst}")
 

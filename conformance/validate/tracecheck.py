@@ -33,7 +33,12 @@ from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, pri
 from kreplica.conformance.tla.tlavalue import Value, format_value, parse_value
 from kreplica.conformance.tla.tlc import TlcOptions, run_tlc
 from kreplica.conformance.tla.tlc_output import TlcResult, Verdict
-from kreplica.conformance.tla.vocabulary import ACTION_ARGS, INIT_ACTION, VARIABLES
+from kreplica.conformance.tla.vocabulary import (
+    ACTION_ARGS,
+    IMPL_ONLY_ACTIONS,
+    INIT_ACTION,
+    VARIABLES,
+)
 from kreplica.conformance.validate import tlcdata
 from kreplica.conformance.validate.shapes import ShapeError, check_shapes
 from kreplica.conformance.validate.sources import UNREADABLE, variant_note
@@ -173,6 +178,12 @@ def _check_vocabulary(trace: ItfTrace, trace_id: str) -> None:
     if not trace.states:
         raise TraceInputError(f"{trace_id}: the trace has no states")
     for index, state in enumerate(trace.states[1:], start=1):
+        if state.action in IMPL_ONLY_ACTIONS:
+            raise TraceInputError(
+                f"{trace_id}: step {index}: {state.action} is a step of "
+                f"{IMPL_ONLY_ACTIONS[state.action]}, which the spec does not model",
+                index,
+            )
         if state.action not in ACTION_ARGS:
             raise TraceInputError(
                 f"{trace_id}: step {index}: unknown action {state.action!r}", index
