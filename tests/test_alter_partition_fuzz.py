@@ -12,10 +12,12 @@ from click.testing import CliRunner
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
+from kreplica.conformance.bridge.replay import ALTER_PARTITION_DELIVERIES
 from kreplica.conformance.bridge.schedule import TP
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.tla.vocabulary import ACTION_ARGS, IMPL_ONLY_ACTIONS
 from kreplica.impl.messages import AlterPartitionRequest, AlterPartitionResponse
 from kreplica.impl.partition import Partition
 from kreplica.impl.steps import Deliver, DoWork, Drop, Produce, ShrinkIsr, Step, Tick
@@ -134,3 +136,9 @@ def test_its_traces_replay_on_the_implementation_and_conform_says_why_it_cannot(
     reasons = [json.loads(line)["reason"] for line in (out / "results.json").open()]
     assert any("is a step of isr=alter-partition, which the spec does not model" in r
                for r in reasons)  # fmt: skip
+
+
+def test_the_variant_s_steps_have_one_name_each() -> None:
+    """The recorder, the replay and conform's reader name the two steps alike."""
+    assert set(ALTER_PARTITION_DELIVERIES) == set(IMPL_ONLY_ACTIONS)
+    assert not set(IMPL_ONLY_ACTIONS) & set(ACTION_ARGS)  # none is the spec's
