@@ -53,9 +53,8 @@ draws a new plan (faults, records, priorities). At 100 steps per run the default
 
 DEFAULT_EXAMPLES = 3_000
 """Runs per campaign by default: about two minutes of one core for the correct protocol, time for
-every seeded bug and unsafe variant to be found with the default options, within seconds, but
-`no-leso-guard`, which some seeds find and others do not (docs/fuzzing.md, the
-default-detection table)."""
+every target (targets.py) to be found with the default options, every seed within seconds
+(docs/fuzzing.md, the default-detection table)."""
 
 PICK = st.integers(min_value=0, max_value=63)
 """A rule's choice among its enabled steps, modulo their number (shrinks to the first)."""
