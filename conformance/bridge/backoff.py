@@ -28,9 +28,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kreplica.impl.cluster import Cluster
-from kreplica.impl.fetch_state import FETCHING, InFlight, PartitionFetchState
+from kreplica.impl.fetch_state import (
+    FETCHING,
+    EpochData,
+    InFlight,
+    OffsetReset,
+    PartitionFetchState,
+)
 from kreplica.impl.messages import (
     Errors,
+    FetchPartitionData,
     FetchRequest,
     FetchResponse,
     ListOffsetsRequest,
@@ -135,29 +142,34 @@ def answer_violations(
     still concerns."""
     if before is None or after is None or before.in_flight is None:
         return []
-    if before.in_flight.correlation_id != answer.correlation_id:
+    flight = before.in_flight
+    if flight.correlation_id != answer.correlation_id:
         return []
-    if isinstance(answer, FetchResponse):
-        return _fetch_answer(before, after, answer, backoff_ms)
-    if isinstance(answer, OffsetsForLeaderEpochResponse):
-        return _epoch_answer(before, after, answer, backoff_ms)
-    return _reset_answer(before, after, answer, backoff_ms)
+    if isinstance(answer, FetchResponse) and flight.session is not None:
+        return _fetch_answer(before, after, flight.session, answer, backoff_ms)
+    if isinstance(answer, OffsetsForLeaderEpochResponse) and flight.epochs is not None:
+        return _epoch_answer(before, after, flight.epochs, answer, backoff_ms)
+    if isinstance(answer, ListOffsetsResponse) and flight.reset is not None:
+        return _reset_answer(before, after, flight.reset, answer, backoff_ms)
+    return []
 
 
 def _fetch_answer(
-    before: FetcherView, after: FetcherView, answer: FetchResponse, backoff_ms: int
+    before: FetcherView,
+    after: FetcherView,
+    session: dict[TopicPartition, FetchPartitionData],
+    answer: FetchResponse,
+    backoff_ms: int,
 ) -> list[tuple[str, str]]:
     """processFetchRequest: each partition the answer still concerns (tracked, Fetching at
     the offset asked, not delayed, no reset pending) that comes back with an error that backs
     off (`NO_BACKOFF`), or every one of them for an error of the whole answer, is delayed
     for exactly replica.fetch.backoff.ms from now."""
-    flight, now = before.in_flight, before.now_ms
-    if flight is None or flight.session is None:
-        return []
+    now = before.now_ms
     errors = {p.tp: p.error for p in answer.partitions}
     wrong = []
     for tp, state in sorted(before.states.items(), key=lambda item: str(item[0])):
-        asked = flight.session.get(tp)
+        asked = session.get(tp)
         error = answer.error if answer.error is not Errors.NONE else errors.get(tp, Errors.NONE)
         if (
             asked is None
@@ -177,18 +189,17 @@ def _fetch_answer(
 def _epoch_answer(
     before: FetcherView,
     after: FetcherView,
+    epochs: dict[TopicPartition, EpochData],
     answer: OffsetsForLeaderEpochResponse,
     backoff_ms: int,
 ) -> list[tuple[str, str]]:
     """truncateToEpochEndOffsets: each partition of the answer still tracked with the leader
     epoch it was asked in, that comes back with an error other than a fenced epoch (the
     partition fails, `onPartitionFenced`, which the spec judges), backs off."""
-    flight, now = before.in_flight, before.now_ms
-    if flight is None or flight.epochs is None:
-        return []
+    now = before.now_ms
     wrong = []
     for item in sorted(answer.partitions, key=lambda p: str(p.tp)):
-        asked, state = flight.epochs.get(item.tp), before.states.get(item.tp)
+        asked, state = epochs.get(item.tp), before.states.get(item.tp)
         if (
             asked is None
             or state is None
@@ -204,16 +215,17 @@ def _epoch_answer(
 
 
 def _reset_answer(
-    before: FetcherView, after: FetcherView, answer: ListOffsetsResponse, backoff_ms: int
+    before: FetcherView,
+    after: FetcherView,
+    reset: OffsetReset,
+    answer: ListOffsetsResponse,
+    backoff_ms: int,
 ) -> list[tuple[str, str]]:
     """handleOutOfRangeError (R9): a reset still pending for the leader epoch its partition
     is tracked with, answered with an error (or not at all for its partition), ends, and
     its partition backs off, unless the error is a fenced epoch and the reset's FETCH was
     sent in the epoch tracked now (the partition fails, `onPartitionFenced`)."""
-    flight, now = before.in_flight, before.now_ms
-    if flight is None or flight.reset is None:
-        return []
-    reset = flight.reset
+    now = before.now_ms
     state = before.states.get(reset.tp)
     if (
         state is None

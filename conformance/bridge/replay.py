@@ -49,6 +49,7 @@ from kreplica.impl.messages import (
     ProduceRequest,
     TopicPartition,
 )
+from kreplica.impl.network import Envelope
 from kreplica.impl.steps import (
     Crash,
     DeleteRecords,
@@ -407,16 +408,21 @@ class Replayer:
     def _index(self, src: int, dst: int, action: str, args: dict[str, Any]) -> int:
         """Where on link src -> dst the message that `action` handles waits (one sent to the
         broker's running incarnation: a message to an earlier one is not in the spec's msgs)."""
-        for i, envelope in enumerate(self.cluster.network.queue((src, dst))):
-            running = delivered_to_running(self.cluster, envelope)
-            if running and self._is(envelope.payload, action, args):
-                return i
-        raise TraceError(f"no message for {action} on link {src} -> {dst}")
+        return self._position(
+            src,
+            dst,
+            action,
+            lambda e: delivered_to_running(self.cluster, e) and self._is(e.payload, action, args),
+        )
 
     def _first_of(self, src: int, dst: int, kind: type, action: str) -> int:
         """Where on link src -> dst the first message of `kind` waits."""
+        return self._position(src, dst, action, lambda e: isinstance(e.payload, kind))
+
+    def _position(self, src: int, dst: int, action: str, wanted: Callable[[Envelope], bool]) -> int:
+        """The index of the first `wanted` message on link src -> dst; TraceError if none."""
         for i, envelope in enumerate(self.cluster.network.queue((src, dst))):
-            if isinstance(envelope.payload, kind):
+            if wanted(envelope):
                 return i
         raise TraceError(f"no message for {action} on link {src} -> {dst}")
 
