@@ -44,7 +44,14 @@ from kreplica.impl.steps import (
     Step,
     Tick,
 )
-from kreplica.impl.variants import BUGS, Variant, parse_variant
+from kreplica.impl.variants import (
+    BUGS,
+    DIMENSIONS,
+    IMPL_ONLY,
+    SPEC_CONSTANTS,
+    Variant,
+    parse_variant,
+)
 
 # ---------------------------------------------------------------- the correct protocol
 
@@ -226,35 +233,51 @@ def test_a_saved_failure_replays_from_its_files(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- every bug is found
 
-DURABLE = {"AckedRecordsNeverLost", "CommittedRecordsOnIsr", "ConsistentReads"}
 DETECTED = {
-    # target: (seed, most runs, invariants it may break); seeds that find it fast
-    "early-ack": (0, 100, {"AckedRecordsNeverLost", "ClientAnswersMatchLeader"}),
-    "hw-from-non-isr": (0, 100, {"CommittedRecordsOnIsr"}),
-    "no-leso-guard": (4, 400, {"CommittedRecordsOnIsr", "IsrJoinsCaughtUp"}),
-    "skip-same-leader-truncation": (9, 100, {"FollowersMatchLeader"}),
-    "hw-not-clamped": (0, 100, {"HighWatermarkWithinLog"}),
-    "truncation=hw": (2, 200, DURABLE),
-    "election=unclean": (0, 100, DURABLE),
-    "acks=1": (0, 100, {"AckedRecordsNeverLost"}),
+    # target: (seed, most runs); seeds that find it fast
+    "early-ack": (0, 100),
+    "hw-from-non-isr": (0, 100),
+    "no-leso-guard": (4, 400),
+    "skip-same-leader-truncation": (9, 100),
+    "hw-not-clamped": (0, 100),
+    "truncation=kip101": (1, 100),
+    "truncation=hw": (2, 200),
+    "election=unclean": (0, 100),
+    "acks=1": (0, 100),
 }
+NOT_FOUND_YET = {"fencing=off"}
+"""Targets no seed's campaign finds within a test's runs: S4 takes a follower's
+OffsetsForLeaderEpoch reaching the old leader before it applies two quick elections, which
+no campaign of 6,000 runs of its set-up reached (docs/fuzzing.md); its saved failure under
+traces/regressions/ was written by hand from TLC's counterexample."""
 
 
 def test_every_seeded_bug_and_unsafe_variant_is_a_target() -> None:
+    """Every seeded bug, and every value the spec models besides a dimension's default (each
+    unsafe: spec/*.cfg has a config that shows it), is a target."""
+    unsafe = [
+        f"{dim}={value}"
+        for dim in SPEC_CONSTANTS
+        for value in DIMENSIONS[dim][1:]
+        if value not in IMPL_ONLY.get(dim, ())
+    ]
     words = [t.word for t in TARGETS]
-    assert sorted(words) == sorted([*BUGS, "truncation=hw", "election=unclean", "acks=1"])
-    assert set(DETECTED) == set(words)
+    assert sorted(words) == sorted([*BUGS, *unsafe])
+    assert set(DETECTED) | NOT_FOUND_YET == set(words)
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=[t.word for t in TARGETS])
+FOUND = [t for t in TARGETS if t.word in DETECTED]
+
+
+@pytest.mark.parametrize("target", FOUND, ids=[t.word for t in FOUND])
 def test_the_fuzzer_finds_and_shrinks(target: Target) -> None:
     """With its set-up and a fixed seed, the campaign finds the target, and the failing run
     minimises to at most 15 spec actions that replay to the same violation."""
-    seed_value, most, expected = DETECTED[target.word]
+    seed_value, most = DETECTED[target.word]
     result = run_fuzz(target.setup, most, max_steps=100, seed_value=seed_value, shrink=False)
     f = result.failure
     assert f is not None, f"{target.command(seed_value)}: not found in {most} runs"
-    assert f.invariant in expected, f.reason
+    assert f.invariant in target.breaks, f.reason
     assert f.spec_actions <= 15, f"{f.spec_actions} spec actions"
     again = replay(target.setup.schedule(f.steps))
     assert again.violation == (f.invariant, f.reason)

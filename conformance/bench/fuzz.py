@@ -79,14 +79,23 @@ class Detection:
     defaults: bool = False
     """The campaigns ran with the default options, not the target's own set-up."""
 
+    def hit(self, result: FuzzResult) -> bool:
+        """The campaign failed, and with one of the target's own failures (`Target.breaks`)."""
+        return result.failure is not None and result.failure.invariant in self.target.breaks
+
     @property
     def found(self) -> list[FuzzResult]:
-        """The campaigns that found a failure."""
-        return [r for r in self.results if r.failure is not None]
+        """The campaigns that found the target."""
+        return [r for r in self.results if self.hit(r)]
+
+    @property
+    def other(self) -> list[FuzzResult]:
+        """The campaigns that stopped at a failure that is not the target's."""
+        return [r for r in self.results if r.failure is not None and not self.hit(r)]
 
     def seconds(self) -> list[float]:
         """Seconds to the first failing run per seed (inf: not found in the time limit)."""
-        return [(r.stats.detected or 0.0) if r.failure else math.inf for r in self.results]
+        return [(r.stats.detected or 0.0) if self.hit(r) else math.inf for r in self.results]
 
     def median_seconds(self) -> float:
         """The median time to detection (inf when most seeds found nothing)."""
@@ -94,7 +103,7 @@ class Detection:
 
     def median_cpu_seconds(self) -> float:
         """The median CPU time to detection (inf when most seeds found nothing)."""
-        cpu = [(r.stats.detected_cpu or 0.0) if r.failure else math.inf for r in self.results]
+        cpu = [(r.stats.detected_cpu or 0.0) if self.hit(r) else math.inf for r in self.results]
         return statistics.median(cpu)
 
     def spec_actions(self) -> list[int]:
@@ -108,6 +117,7 @@ class Detection:
         actions = self.spec_actions()
         impl = [float(len(r.failure.steps)) for r in found if r.failure]
         invariants = sorted({r.failure.invariant for r in found if r.failure})
+        others = sorted({r.failure.invariant for r in self.other if r.failure})
         median, cpu = self.median_seconds(), self.median_cpu_seconds()
         return [
             self.target.word,
@@ -121,6 +131,7 @@ class Detection:
             else "-",
             _median(impl, "{:.0f}"),
             ", ".join(invariants) or "-",
+            f"{len(self.other)}: {', '.join(others)}" if others else "-",
         ]
 
 
@@ -134,6 +145,7 @@ COLUMNS = (
     "spec actions (median)",
     "impl steps (median)",
     "invariant broken",
+    "stopped by another failure",
 )
 
 
@@ -155,18 +167,19 @@ def detect(
             setup, examples, DEFAULT_STEPS, seed_value, shrink=False, time_limit=time_limit
         )
         results.append(result)
-        console.print(f"  {target.word} seed {seed_value}: {_one(result)}")
+        console.print(f"  {target.word} seed {seed_value}: {_one(target, result)}")
     return Detection(target, tuple(results), time_limit, defaults)
 
 
-def _one(result: FuzzResult) -> str:
+def _one(target: Target, result: FuzzResult) -> str:
     """A one-line account of one campaign."""
     f = result.failure
     if f is None:
         return f"not found in {result.stats.runs} runs ({result.seconds:.0f} s)"
     s = result.stats
+    other = "" if f.invariant in target.breaks else " (not the target's failure)"
     return (
-        f"{f.invariant} after {s.detected or 0:.1f} s (run {s.runs_to_failure}); "
+        f"{f.invariant}{other} after {s.detected or 0:.1f} s (run {s.runs_to_failure}); "
         f"minimised to {f.spec_actions} spec actions, {len(f.steps)} impl steps"
     )
 

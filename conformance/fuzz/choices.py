@@ -69,15 +69,18 @@ def _out_of_sync(c: Cluster, s: State, leader: int) -> bool:
     )
 
 
-def _in_step(s: State, follower: int, leader: int) -> bool:
+def _in_step(c: Cluster, s: State, follower: int, leader: int) -> bool:
     """The follower fetches from a leader that has nothing to tell it, and knows its LEO: the
     same log (but for deleted records) and the HW a fetch would set, the leader's, or the
-    follower's log start offset if that is higher (R8)."""
+    follower's log start offset if that is higher (R8); and the same leader epoch, unless
+    fetches carry none (fencing=off: a follower that missed a LeaderAndIsr fetches on at its
+    old epoch, and the leader answers it as any other, R1)."""
     f, ld = follower - 1, leader - 1
+    fenced = c.variant.fencing != "off"
     return bool(
         s["fetchState"][f] == "Fetching"
         and s["leader"][ld] == leader
-        and s["leaderEpoch"][f] == s["leaderEpoch"][ld]
+        and (s["leaderEpoch"][f] == s["leaderEpoch"][ld] or not fenced)
         and logs_agree(s["log"][f], s["log"][ld])
         and s["hw"][f] == max(log_start_of(s, follower), s["hw"][ld])
         and s["remoteLeo"][ld][f] == len(s["log"][f])
@@ -157,7 +160,7 @@ CHOICES: dict[str, Choices] = {
         DoWork(b, src)
         for b in c.broker_ids
         for src in c.brokers[b].workable_fetchers()
-        if not _in_step(s, b, src)
+        if not _in_step(c, s, b, src)
     ],
     "shrink_isr": lambda c, s: [ShrinkIsr(b) for b in sorted(s["alive"]) if _out_of_sync(c, s, b)],
     "crash": lambda c, s: [Crash(b) for b in _stoppable(s)],
