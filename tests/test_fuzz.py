@@ -28,7 +28,7 @@ from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json,
 from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
 from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.fuzz.setup import DEFAULT_STEPS, FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.impl.messages import IsolationLevel
@@ -244,12 +244,11 @@ DETECTED = {
     "truncation=hw": (2, 200),
     "election=unclean": (0, 100),
     "acks=1": (0, 100),
+    "fencing=off": (2, 800),
 }
-NOT_FOUND_YET = {"fencing=off"}
-"""Targets no seed's campaign finds within a test's runs: S4 takes a follower's
-OffsetsForLeaderEpoch reaching the old leader before it applies two quick elections, which
-no campaign of 6,000 runs of its set-up reached (docs/fuzzing.md); its saved failure under
-traces/regressions/ was written by hand from TLC's counterexample."""
+STEPS = {"fencing=off": DEFAULT_STEPS}
+"""Steps per run, where a target's seed was found with other than 100: S4's seed 2 finds it
+in run 716 of 40 steps, and 14 seeds of 300 runs of 100 steps did not (docs/fuzzing.md)."""
 
 
 def test_every_seeded_bug_and_unsafe_variant_is_a_target() -> None:
@@ -263,18 +262,16 @@ def test_every_seeded_bug_and_unsafe_variant_is_a_target() -> None:
     ]
     words = [t.word for t in TARGETS]
     assert sorted(words) == sorted([*BUGS, *unsafe])
-    assert set(DETECTED) | NOT_FOUND_YET == set(words)
+    assert set(DETECTED) == set(words)
 
 
-FOUND = [t for t in TARGETS if t.word in DETECTED]
-
-
-@pytest.mark.parametrize("target", FOUND, ids=[t.word for t in FOUND])
+@pytest.mark.parametrize("target", TARGETS, ids=[t.word for t in TARGETS])
 def test_the_fuzzer_finds_and_shrinks(target: Target) -> None:
     """With its set-up and a fixed seed, the campaign finds the target, and the failing run
     minimises to at most 15 spec actions that replay to the same violation."""
     seed_value, most = DETECTED[target.word]
-    result = run_fuzz(target.setup, most, max_steps=100, seed_value=seed_value, shrink=False)
+    steps = STEPS.get(target.word, 100)
+    result = run_fuzz(target.setup, most, max_steps=steps, seed_value=seed_value, shrink=False)
     f = result.failure
     assert f is not None, f"{target.command(seed_value)}: not found in {most} runs"
     assert f.invariant in target.breaks, f.reason
