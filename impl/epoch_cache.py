@@ -71,8 +71,9 @@ class LeaderEpochFileCache:
     # -------------------------------------------------------------------------- mutations
 
     def assign(self, epoch: int, start_offset: int) -> bool:
-        """Record that `epoch` starts at `start_offset`, dropping non-monotonic entries (R2)."""
-        if epoch < 0 or start_offset < 0:
+        """Record that `epoch` starts at `start_offset`, dropping non-monotonic entries (R2);
+        only a negative epoch is refused, as Kafka 2.6's validateAndMaybeWarn refuses it."""
+        if epoch < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         entries = self.entries
         if entries:

@@ -82,7 +82,13 @@ class OffsetNotAvailableError(KafkaError):
 
 
 class UnexpectedAppendOffsetError(KafkaError):
-    """A follower append whose first offset is below the log end offset."""
+    """A follower append whose first offset is below the log end offset; it carries the
+    append's first and last offsets, as Kafka's UnexpectedAppendOffsetException does."""
+
+    def __init__(self, message: str, first_offset: int, last_offset: int) -> None:
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.last_offset = last_offset
 
 
 class OffsetsOutOfOrderError(KafkaError):

@@ -21,8 +21,6 @@ from kreplica.impl.errors import (
     CorruptRecordError,
     IllegalStateError,
     InvalidRecordError,
-    KafkaError,
-    KafkaStorageError,
 )
 from kreplica.impl.log import LogAppendInfo, OffsetAndEpoch
 from kreplica.impl.messages import (
@@ -334,10 +332,11 @@ class AbstractFetcherThread(ABC):
         return OffsetTruncationState(offset, True)
 
     def _do_truncate(self, tp: TopicPartition, truncation_state: OffsetTruncationState) -> bool:
+        """Truncate tp; any error fails tp alone, and the thread goes on (doTruncate)."""
         try:
             self.truncate(tp, truncation_state)
             return True
-        except (KafkaError, ValueError):
+        except Exception:
             self.mark_partition_failed(tp)
             return False
 
@@ -417,10 +416,7 @@ class AbstractFetcherThread(ABC):
                 except (CorruptRecordError, InvalidRecordError):
                     with_error.append(tp)
                     continue
-                except KafkaStorageError:
-                    self.mark_partition_failed(tp)
-                    continue
-                except (KafkaError, ValueError):
+                except Exception:  # KafkaStorageException or any other Throwable: this tp only
                     self.mark_partition_failed(tp)
                     continue
                 if info is not None and info.valid_bytes > 0 and tp in state_map:
@@ -504,7 +500,7 @@ class AbstractFetcherThread(ABC):
                     None,
                     FETCHING,
                 )
-        except (KafkaError, ValueError):
+        except Exception:  # handleOutOfRangeError: any Throwable backs tp off
             del self.pending_resets[tp]
             self.handle_partitions_with_errors([tp])
             return

@@ -152,7 +152,9 @@ class Log:
         first = records[0].offset
         if first < leo:
             raise UnexpectedAppendOffsetError(
-                f"first offset {first} is below the log end offset {leo} of {self.tp}"
+                f"first offset {first} is below the log end offset {leo} of {self.tp}",
+                first,
+                prev,
             )
         if first > leo or prev != first + len(records) - 1:
             raise CorruptRecordError(f"offset gap in append to {self.tp} at {leo}")

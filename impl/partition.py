@@ -396,11 +396,10 @@ class Partition:
         log = self.local_log_or_exception()
         try:
             return log.append_as_follower(records)
-        except UnexpectedAppendOffsetError:
+        except UnexpectedAppendOffsetError as e:
             leo = log.log_end_offset
-            first, last = records[0].offset, records[-1].offset
-            if leo == log.log_start_offset and first < leo <= last:
-                log.truncate_fully_and_start_at(first)
+            if leo == log.log_start_offset and e.first_offset < leo <= e.last_offset:
+                log.truncate_fully_and_start_at(e.first_offset)
                 return log.append_as_follower(records)
             raise
 

@@ -70,9 +70,16 @@ def test_r2_assign_negative_epoch_is_an_error() -> None:
     cache = cache_with((1, 0))
     with pytest.raises(ValueError):
         cache.assign(-1, 3)
-    with pytest.raises(ValueError):
-        cache.assign(2, -3)
     assert pairs(cache) == [(1, 0)]
+
+
+def test_r2_assign_takes_a_negative_start_offset_as_kafka_does() -> None:
+    """Kafka 2.6's LeaderEpochFileCache.validateAndMaybeWarn rejects a negative epoch only; an
+    entry with a negative start offset is appended, and every entry that does not start
+    below it goes (truncateAndAppend)."""
+    cache = cache_with((1, 0), (2, 5))
+    assert cache.assign(3, -3)
+    assert pairs(cache) == [(3, -3)]
 
 
 # ------------------------------------------------------------------------------------- R3

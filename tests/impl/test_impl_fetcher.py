@@ -466,3 +466,64 @@ def test_r9_fenced_reset_marks_failed_other_errors_delay() -> None:
     list_offsets_answer(h2, request, -1, Errors.UNKNOWN_LEADER_EPOCH)
     assert h2.state().is_delayed(h2.cluster.clock.now_ms)
     assert h2.fetcher.pending_resets == {}
+
+
+# ---------------------------------------------------- any error fails one partition (#15)
+
+
+def disk_full(*args: object, **kwargs: object) -> None:
+    """A storage error of another type than KafkaStorageError, injected into one log."""
+    raise OSError(28, "No space left on device")
+
+
+def test_any_error_appending_fails_that_partition_and_the_thread_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kafka 2.6's AbstractFetcherThread.processFetchRequest catches any Throwable while it
+    appends one partition's records: it marks that partition failed and goes on with the rest
+    of the answer."""
+    h = Harness(partitions=2)
+    request = h.work()
+    assert isinstance(request, FetchRequest)
+    assert {p.tp for p in request.partitions} == {TP, TP1}
+    monkeypatch.setattr(h.log(TP), "append_as_follower", disk_full)
+    record = (LogEntry(0, 0, 1),)
+    h.fetcher.handle_response(
+        FetchResponse(
+            request.correlation_id,
+            Errors.NONE,
+            (data(TP, hw=1, records=record), data(TP1, hw=1, records=record)),
+        )
+    )
+    assert h.state(TP) is None and TP in h.fetcher.failed_partitions
+    assert h.log(TP1).record_ids() == [1]
+    assert (h.state(TP1).state, h.state(TP1).fetch_offset) == (FETCHING, 1)
+    assert TP1 not in h.fetcher.failed_partitions
+    follow_up = h.work()
+    assert isinstance(follow_up, FetchRequest)
+    assert [p.tp for p in follow_up.partitions] == [TP1]
+
+
+def test_any_error_truncating_fails_that_partition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """doTruncate catches any Throwable: the partition is marked failed, nothing is raised."""
+    h = Harness()
+    h.follower_log((0, 0, 1), (1, 0, 2), hw=1)
+    monkeypatch.setattr(h.log(), "truncate_to", disk_full)
+    h.ole(eeo(0, 1))
+    assert h.state() is None and TP in h.fetcher.failed_partitions
+    assert h.log().record_ids() == [1, 2]
+
+
+def test_any_error_in_a_reset_backs_the_partition_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """handleOutOfRangeError catches any Throwable of the reset: the reset ends and the
+    partition backs off for replica.fetch.backoff.ms, to try again."""
+    h = Harness()
+    h.start_fetching()
+    request = out_of_range(h)
+    [request] = list_offsets_answer(h, request, 10)
+    monkeypatch.setattr(h.log(), "truncate_fully_and_start_at", disk_full)
+    assert list_offsets_answer(h, request, 4) == []
+    state = h.state()
+    assert state is not None and state.state is FETCHING
+    assert state.delay_until_ms == h.cluster.clock.now_ms + BACKOFF
+    assert h.fetcher.pending_resets == {} and TP not in h.fetcher.failed_partitions

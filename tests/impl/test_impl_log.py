@@ -194,3 +194,15 @@ def test_offline_log_raises_storage_errors() -> None:
         log.read(0, 10, FetchIsolation.LOG_END, False)
     with pytest.raises(KafkaStorageError):
         log.truncate_to(0)
+
+
+def test_unexpected_append_offset_carries_the_first_and_last_offsets() -> None:
+    """Kafka 2.6's Log.append throws UnexpectedAppendOffsetException(message, firstOffset,
+    lastOffset) for a follower batch that starts below the LEO; Partition's recovery of an
+    empty log reads both offsets from it."""
+    log = Log(TP)
+    log.append_as_follower((E(0, 1, 7), E(1, 1, 8)))
+    with pytest.raises(UnexpectedAppendOffsetError) as raised:
+        log.append_as_follower((E(1, 1, 8), E(2, 1, 9), E(3, 1, 10)))
+    assert (raised.value.first_offset, raised.value.last_offset) == (1, 3)
+    assert log.entries == [E(0, 1, 7), E(1, 1, 8)]
