@@ -105,6 +105,9 @@ class FetchMetadata:
     is_from_follower: bool
     replica_id: int
     partitions: tuple[FetchPartitionData, ...]
+    segments: dict[TopicPartition, int]
+    """The base offset of the segment each fetch offset was read on, where the read found the
+    log (FetchPartitionStatus.startOffsetMetadata.segmentBaseOffset)."""
 
 
 class DelayedFetch(DelayedOperation):
@@ -125,7 +128,8 @@ class DelayedFetch(DelayedOperation):
         self.response_callback = response_callback
 
     def try_complete(self) -> bool:
-        """R16: complete on a lost leadership/replica, fenced epoch, truncation, or min bytes."""
+        """R16: complete on a lost leadership/replica, a fenced epoch, a fetch offset and an
+        end offset on different segments, or min bytes (DelayedFetch.tryComplete)."""
         meta = self.fetch_metadata
         accumulated = 0
         isolation = meta.fetch_isolation
@@ -152,12 +156,18 @@ class DelayedFetch(DelayedOperation):
             else:
                 end_offset = log.last_stable_offset
             fetch_offset = fetch_info.fetch_offset
-            if end_offset < fetch_offset:
-                # the leader truncated below the fetch position
+            if end_offset == fetch_offset:
+                continue
+            segment = meta.segments.get(fetch_info.tp, log.base_offset)
+            if segment != log.base_offset:
+                # the fetch offset and the end offset lie on different segments: the log
+                # restarted below or above it (a truncated leader, a fetch fallen behind)
                 return self.force_complete()
             if fetch_offset < end_offset:
                 available = (end_offset - fetch_offset) * RECORD_SIZE_BYTES
                 accumulated += min(available, fetch_info.max_bytes)
+            # above the end offset on the same segment (a consumer ahead of a lagging HW, a
+            # leader truncated within the segment): it waits, as Kafka 2.6's does
         if accumulated >= meta.min_bytes:
             return self.force_complete()
         return False

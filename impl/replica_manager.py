@@ -341,11 +341,22 @@ class ReplicaManager:
             is_from_follower,
             replica_id,
             fetch_infos,
+            self._segments(fetch_infos),
         )
         operation = DelayedFetch(timeout_ms, metadata, self, response_callback)
         self.delayed_fetch_purgatory.try_complete_else_watch(
             operation, [info.tp for info in fetch_infos]
         )
+
+    def _segments(self, fetch_infos: tuple[FetchPartitionData, ...]) -> dict[TopicPartition, int]:
+        """The base offset of the segment each fetch offset was read on (one segment per log:
+        its base offset), for the partitions whose log is here."""
+        segments = {}
+        for info in fetch_infos:
+            partition = self.all_partitions.get(info.tp)
+            if partition is not None and partition.log is not None:
+                segments[info.tp] = partition.log.base_offset
+        return segments
 
     def fetch_response_partitions(
         self, results: list[LogReadResult]

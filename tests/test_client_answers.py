@@ -197,6 +197,31 @@ def test_a_delayed_fetch_waits_for_min_bytes_or_its_max_wait() -> None:
     assert waiting(rec) == []
 
 
+def test_a_fetch_ahead_of_the_hw_waits_and_an_empty_answer_at_once_is_named() -> None:
+    """A consumer FETCH above the leader's HW (the record is appended, not yet replicated)
+    waits in the purgatory, every step checked, until the HW passes it (Kafka 2.6's
+    DelayedFetch: same segment, case D); an empty answer at once is too early."""
+    rec = recorder()
+    assert apply_checked(rec, Produce(TP, (1,), 1, broker=1)) is None
+    assert apply_checked(rec, Deliver(CLIENT, 1, 0)) is None  # LEO 1, HW 0
+    assert apply_checked(rec, Produce(TP, (2,), 1, broker=1)) is None
+    assert apply_checked(rec, Deliver(CLIENT, 1, 0)) is None  # LEO 2, HW 0
+    answers = send(rec, ConsumerFetch(TP, 1, broker=1, max_wait_ms=500), 1)
+    assert not [a for a in answers if isinstance(a, FetchResponse)]
+    corr = max(rec.arrivals)
+    request = rec.arrivals[corr].request
+    empty = FetchResponse(
+        corr, Errors.NONE, (FetchPartitionResponse(TP, Errors.NONE, 0, 0, 0, ()),)
+    )
+    reason = judge(request, empty, 1, TP, rec.state, rec.cluster, waited_ms=0)
+    assert reason is not None and "before its max_wait_ms (500)" in reason
+    assert waiting(rec) == []
+    replicate(rec)  # the HW passes offset 1: the FETCH completes with record 2
+    answers = [e.payload for e in rec.cluster.network.queue((1, CLIENT))]
+    fetched = [a for a in answers if isinstance(a, FetchResponse)]
+    assert [[e.record_id for e in f.partitions[0].records] for f in fetched] == [[2]]
+
+
 def test_an_early_or_late_delayed_fetch_answer_is_named() -> None:
     """An empty answer before the wait is over, a FETCH still held after its wait, and one
     held though its bytes are there: each is named."""

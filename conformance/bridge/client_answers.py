@@ -72,8 +72,9 @@ def client_answer_violations(
         arrival = (arrivals or {}).get(correlation_id)
         waited = None if arrival is None else now - arrival.time_ms
         start = None if arrival is None else arrival.log_start
+        moved = _segment_moved(cluster, arrival)
         reason = judge(
-            request.request, envelope.payload, envelope.src, tp, s, cluster, waited, start
+            request.request, envelope.payload, envelope.src, tp, s, cluster, waited, start, moved
         )
         if reason is not None:
             found.append((NAME, f"broker {envelope.src}: {reason}"))
@@ -110,17 +111,31 @@ def held_request_violations(
         ):
             continue
         held = now - arrival.time_ms
-        reason = _held_too_long(arrival.request, b, s, held, correlation_id == arrived)
+        moved = _segment_moved(cluster, arrival)
+        reason = _held_too_long(arrival.request, b, s, held, correlation_id == arrived, moved)
         if reason is not None:
             found.append((NAME, f"broker {b}: {reason}"))
     return found
 
 
+def _segment_moved(cluster: Cluster, arrival: Arrival | None) -> bool:
+    """A FETCH's partition log at its broker is on another segment than when the FETCH
+    arrived: it restarted at another offset since (R9). The fetch offset then lies on an older
+    or newer segment than the end offset, and DelayedFetch completes it (case C)."""
+    if arrival is None or arrival.segment is None:
+        return False
+    request = arrival.request
+    if not isinstance(request, FetchRequest) or len(request.partitions) != 1:
+        return False
+    log = cluster.log(arrival.broker, request.partitions[0].tp)
+    return log is not None and log.base_offset != arrival.segment
+
+
 def _held_too_long(
-    request: Message, b: int, s: State, held_ms: int, just_arrived: bool
+    request: Message, b: int, s: State, held_ms: int, just_arrived: bool, moved: bool = False
 ) -> str | None:
-    """Why a request broker b has held for held_ms (since this step: `just_arrived`) should
-    have been answered, or None."""
+    """Why a request broker b has held for held_ms (since this step: `just_arrived`; `moved`:
+    its log moved to another segment since it arrived) should have been answered, or None."""
     if isinstance(request, ProduceRequest) and request.acks == 0:
         return None
     if isinstance(request, ProduceRequest) and request.acks == -1:
@@ -140,7 +155,7 @@ def _held_too_long(
             return f"{what} fetchMessages read {read} (min_bytes {request.min_bytes})"
         if held_ms >= request.max_wait_ms:
             return f"{what} its max_wait_ms ({request.max_wait_ms}) is over"
-        if _fetch_ready(request, asked.fetch_offset, asked.max_bytes, b, s):
+        if _fetch_ready(request, asked.fetch_offset, asked.max_bytes, b, s, moved):
             return f"{what} it could complete (HW {s['hw'][b - 1]}, min_bytes {request.min_bytes})"
         return None
     return f"a {type(request).__name__} was not answered in the step it arrived"
@@ -176,17 +191,19 @@ def judge(
     cluster: Cluster,
     waited_ms: int | None = None,
     log_start: int | None = None,
+    moved: bool = False,
 ) -> str | None:
     """Why `answer` from broker b to `request` is wrong in state s, or None if it is right
     (`waited_ms`: how long the request has been at the broker, if known; `log_start`: b's
-    log start offset when the request arrived, if known)."""
+    log start offset when the request arrived, if known; `moved`: b's log moved to another
+    segment since)."""
     if isinstance(request, ProduceRequest) and isinstance(answer, ProduceResponse):
         start = log_start_of(s, b) if log_start is None else log_start
         wrong = _produce(request, answer, b, tp, s, cluster.brokers[b].config, start)
         return wrong or _produce_too_early(request, answer, waited_ms)
     if isinstance(request, FetchRequest) and isinstance(answer, FetchResponse):
         wrong = _fetch(request, answer, b, tp, s)
-        return wrong or _fetch_too_early(request, answer, b, s, waited_ms)
+        return wrong or _fetch_too_early(request, answer, b, s, waited_ms, moved)
     if isinstance(request, ListOffsetsRequest) and isinstance(answer, ListOffsetsResponse):
         return _list_offsets(request, answer, b, tp, s)
     return f"{type(answer).__name__} answers a {type(request).__name__}"
@@ -425,22 +442,30 @@ def _read_count(offset: int, max_bytes: int, hw: int) -> int:
     return min(max(0, hw - offset), max(1, max_bytes // RECORD_SIZE_BYTES))
 
 
-def _fetch_ready(request: FetchRequest, offset: int, max_bytes: int, b: int, s: State) -> bool:
+def _fetch_ready(
+    request: FetchRequest, offset: int, max_bytes: int, b: int, s: State, moved: bool
+) -> bool:
     """DelayedFetch.tryComplete for a consumer's FETCH at broker b (R16): the broker no longer
-    leads, its HW is below the fetch offset (kreplica's one-segment stand-in for Kafka's
-    "fetch offset not on the segment": docs/impl.md), or the bytes up to the HW, each
-    partition's capped at its max_bytes, reach min_bytes. Not at a broker whose log dir
-    failed: nothing tries its delayed operations again, they expire."""
+    leads, the HW is not at the fetch offset and lies on another segment (`moved`: the log
+    restarted since the FETCH arrived; one segment per log, docs/impl.md), or the bytes up to
+    the HW, each partition's capped at its max_bytes, reach min_bytes. A FETCH above the HW
+    on the same segment waits. Not at a broker whose log dir failed: nothing tries its
+    delayed operations again, they expire."""
     hw: int = s["hw"][b - 1]
     if _offline(s, b):
         return False  # nothing tries a delayed operation of an offline Partition again
-    if not _leads(s, b) or hw < offset:
+    if not _leads(s, b) or (hw != offset and moved):
         return True
     return min(max(0, hw - offset) * RECORD_SIZE_BYTES, max_bytes) >= request.min_bytes
 
 
 def _fetch_too_early(
-    request: FetchRequest, answer: FetchResponse, b: int, s: State, waited_ms: int | None
+    request: FetchRequest,
+    answer: FetchResponse,
+    b: int,
+    s: State,
+    waited_ms: int | None,
+    moved: bool = False,
 ) -> str | None:
     """Why a successful FETCH answer came before max_wait_ms with less than min_bytes and no
     reason to complete early (ReplicaManager.fetchMessages, DelayedFetch), or None."""
@@ -452,7 +477,7 @@ def _fetch_too_early(
         return None
     if len(part.records) * RECORD_SIZE_BYTES >= request.min_bytes:
         return None  # fetchMessages answers at once what it read, if it reaches min_bytes
-    if _fetch_ready(request, asked.fetch_offset, asked.max_bytes, b, s):
+    if _fetch_ready(request, asked.fetch_offset, asked.max_bytes, b, s, moved):
         return None
     return (
         f"FETCH at {asked.fetch_offset} answered after {waited_ms} ms with "

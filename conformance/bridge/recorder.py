@@ -78,6 +78,9 @@ class Arrival:
     request: Any
     log_start: int
     """The broker's log start offset when the request arrived (a PRODUCE's answer carries it)."""
+    segment: int | None = None
+    """The base offset of the broker's log segment when the request arrived: a FETCH's offset
+    is read on it (None: the broker has no log of the partition)."""
 
 
 # Responses named by the action that handles them at the follower.
@@ -250,7 +253,9 @@ class Recorder:
         incarnation = self.cluster.brokers[step.dst].incarnation
         log_start = log_start_of(self.state, step.dst)
         now = self.cluster.clock.now_ms
-        return Arrival(step.dst, incarnation, now, envelope.payload, log_start)
+        log = self.cluster.log(step.dst, self.tp)
+        segment = None if log is None else log.base_offset
+        return Arrival(step.dst, incarnation, now, envelope.payload, log_start, segment)
 
     def _note_client_requests(self, arrival: Arrival | None, sent: list[Envelope]) -> None:
         """Remember a request that arrived, and the answers this step sent."""

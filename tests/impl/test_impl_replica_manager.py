@@ -284,16 +284,61 @@ def test_r16_delayed_fetch_completes_when_its_epoch_is_fenced() -> None:
     assert response.partitions[0].error is Errors.FENCED_LEADER_EPOCH
 
 
-def test_r16_delayed_fetch_completes_when_the_leader_truncates_below_it() -> None:
+def parked_fetch_responses(c: Cluster) -> list[FetchResponse]:
+    """The FETCH answers broker 1 has sent since the last call."""
+    return fetch_responses([o.payload for o in c.broker(1)._drain()])
+
+
+def test_r16_delayed_fetch_completes_when_its_offset_leaves_the_segment() -> None:
+    """DelayedFetch.tryComplete's case C: the fetch offset and the end offset lie on
+    different segments (here the leader's log restarted at offset 5, R9): it completes at
+    once, and the re-read finds its offset out of range."""
+    c = cluster()
+    rpc(c, 1, produce_request(TP, (1, 2), acks=1))
+    parked = fetch_request(TP, 2, replica_id=2, epoch=0, max_wait_ms=500)
+    assert rpc(c, 1, parked, src=2) == []
+    leader_log(c).truncate_fully_and_start_at(5)
+    rm = c.broker(1).replica_manager
+    assert rm.delayed_fetch_purgatory.check_and_complete(TP) == 1
+    [response] = parked_fetch_responses(c)
+    assert response.partitions[0].error is Errors.OFFSET_OUT_OF_RANGE
+
+
+def test_r16_a_truncation_within_the_segment_lets_the_fetch_wait() -> None:
+    """Kafka 2.6 forces a delayed fetch only when its offset is on another segment; a leader
+    that truncates below the fetch offset within the same segment leaves it waiting until
+    max_wait_ms, when the re-read finds the offset out of range."""
     c = cluster()
     rpc(c, 1, produce_request(TP, (1, 2), acks=1))
     parked = fetch_request(TP, 2, replica_id=2, epoch=0, max_wait_ms=500)
     assert rpc(c, 1, parked, src=2) == []
     leader_log(c).truncate_to(1)
     rm = c.broker(1).replica_manager
-    assert rm.delayed_fetch_purgatory.check_and_complete(TP) == 1
-    [response] = fetch_responses([o.payload for o in c.broker(1)._drain()])
+    assert rm.delayed_fetch_purgatory.check_and_complete(TP) == 0
+    c.apply(Tick(500))
+    [response] = [e.payload for e in c.in_flight() if isinstance(e.payload, FetchResponse)]
     assert response.partitions[0].error is Errors.OFFSET_OUT_OF_RANGE
+
+
+def test_r16_a_consumer_ahead_of_the_hw_waits_for_it() -> None:
+    """A consumer FETCH above the leader's HW (after a failover, say) is not answered at once
+    with nothing: it waits in the purgatory until the HW passes its offset and the bytes
+    reach min_bytes (DelayedFetch.tryComplete: same segment, case D)."""
+    c = cluster()
+    rpc(c, 1, produce_request(TP, (1, 2, 3), acks=1))
+    follower_fetch(c, 2, 1)
+    follower_fetch(c, 3, 1)
+    assert leader_log(c).high_watermark == 1
+    ahead = fetch_request(TP, 2, max_wait_ms=500, correlation_id=5)
+    assert fetch_responses(rpc(c, 1, ahead)) == []
+    assert c.broker(1).replica_manager.delayed_fetch_purgatory.num_delayed == 1
+
+    def answers_to_the_consumer(out: list[Message]) -> list[FetchResponse]:
+        return [r for r in fetch_responses(out) if r.correlation_id == ahead.correlation_id]
+
+    assert answers_to_the_consumer(follower_fetch(c, 2, 3)) == []  # HW 1: broker 3 is behind
+    [response] = answers_to_the_consumer(follower_fetch(c, 3, 3))  # HW 3, past its offset
+    assert [e.record_id for e in response.partitions[0].records] == [3]
 
 
 def test_r16_bytes_are_capped_by_partition_max_bytes() -> None:
