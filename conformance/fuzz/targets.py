@@ -6,7 +6,8 @@ the same scenario is narrower (`spec/*.cfg`): no client deletes records (no such
 `RecordDeletion`, and a deleted record is exempt from the durability invariants); durability
 is only checked in runs without a power loss (`checked_steps.checked_violations`), so the
 targets that lose acknowledged or committed records run without unclean shutdowns; KAFKA-7128
-needs elections and nothing else, KAFKA-7164 a power loss of the leader of two replicas.
+needs elections and nothing else, KAFKA-7164 a power loss of the leader of two replicas, S4
+(fencing=off) two elections of two replicas.
 `command` renders a set-up as the `kreplica fuzz` options that run it.
 """
 
@@ -107,8 +108,8 @@ TARGETS: tuple[Target, ...] = (
     ),
     _target(
         "truncation=kip101",
-        "the default set-up, without deletions (S3's 2 replicas and elections only find it "
-        "later: docs/fuzzing.md)",
+        "the default set-up, without deletions (S3's own shape, 2 replicas and elections "
+        "only, did no better: docs/fuzzing.md)",
         DURABLE | DIVERGED,
     ),
     _target("truncation=hw", DURABILITY, DURABLE | DIVERGED, unclean=False),
