@@ -322,3 +322,29 @@ def test_a_campaign_without_invariants_reports_the_exception(
     f = run_fuzz(setup, 300, max_steps=50, seed_value=1, shrink=False).failure
     assert f is not None and f.invariant == "ImplementationError", f and f.invariant
     assert f.reason.startswith("RuntimeError: fetcher")
+
+
+def test_the_bench_counts_only_a_targets_own_failure_as_found() -> None:
+    """A fencing=off campaign that stops at KAFKA-10706's livelock (EventuallyReplicated) has
+    not found S4: the bench's table counts it apart, and its time is not a detection time."""
+    from kreplica.conformance.bench.fuzz import Detection
+    from kreplica.conformance.fuzz.campaign import FuzzResult
+    from kreplica.conformance.fuzz.machine import Failure, RunStats
+    from kreplica.conformance.fuzz.targets import target
+
+    s4 = target("fencing=off")
+    trace = replay(s4.setup.schedule(())).trace
+
+    def campaign(invariant: str | None) -> FuzzResult:
+        stats = RunStats(detected=1.0, detected_cpu=1.0, runs_to_failure=3)
+        failure = None if invariant is None else Failure(invariant, "why", (), trace)
+        return FuzzResult(s4.setup, 0, 10, 40, stats, 2.0, failure)
+
+    row = Detection(
+        s4, (campaign("EventuallyReplicated"), campaign("CommittedRecordsOnIsr"), campaign(None)), 9
+    )
+    assert [r.failure.invariant for r in row.found if r.failure] == ["CommittedRecordsOnIsr"]
+    assert len(row.other) == 1
+    cells = row.cells()
+    assert cells[2] == "1/3" and cells[-1] == "1: EventuallyReplicated"
+    assert row.seconds() == [float("inf"), 1.0, float("inf")]
