@@ -150,7 +150,7 @@ class DelayedFetch(DelayedOperation):
             ):
                 return self.force_complete()
             if to_log_end:
-                end_offset = log.log_start_offset + len(log.entries)
+                end_offset = log.log_end_offset
             elif to_high_watermark:
                 end_offset = log.high_watermark
             else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from enum import Enum
 
@@ -53,7 +54,9 @@ class OffsetAndEpoch:
 
 
 class Log:
-    """A contiguous list of LogEntry from log_start_offset to LEO; offsets never have gaps."""
+    """The LogEntry records from log_start_offset to the LEO, in offset order. Offsets are
+    contiguous unless a follower appended a batch above its LEO, which Kafka accepts
+    (compaction leaves such gaps in a leader's log); no leader here has one."""
 
     def __init__(
         self,
@@ -64,6 +67,8 @@ class Log:
         self.tp = tp
         self.entries: list[LogEntry] = []
         self.log_start_offset = 0
+        self.next_offset = 0
+        """The LEO (Kafka's nextOffsetMetadata): the offset the next record gets."""
         self.base_offset = 0
         """Where the log's one segment begins: 0, or where it last restarted (R9). Below the
         log start offset once records are deleted (DeleteRecords keeps the segment)."""
@@ -77,12 +82,22 @@ class Log:
     # ------------------------------------------------------------------------------ offsets
 
     def _leo(self) -> int:
-        return self.log_start_offset + len(self.entries)
+        return self.next_offset
 
     @property
     def log_end_offset(self) -> int:
         """LEO: the offset the next record will get."""
-        return self.log_start_offset + len(self.entries)
+        return self.next_offset
+
+    def _index(self, offset: int) -> int:
+        """The index in `entries` of the first record at or above `offset`."""
+        entries = self.entries
+        if not entries:
+            return 0
+        first = entries[0].offset
+        if entries[-1].offset - first == len(entries) - 1:  # no gap: offsets are indexes
+            return min(max(offset - first, 0), len(entries))
+        return bisect_left(entries, offset, key=lambda entry: entry.offset)
 
     @property
     def last_stable_offset(self) -> int:
@@ -120,10 +135,11 @@ class Log:
             raise RecordTooLargeError(
                 f"batch of {size} bytes exceeds message.max.bytes {self.max_message_bytes}"
             )
-        first = self.log_start_offset + len(self.entries)
+        first = self.next_offset
         self.entries.extend(
             [LogEntry(first + i, leader_epoch, rid) for i, rid in enumerate(record_ids)]
         )
+        self.next_offset = first + len(record_ids)
         self.leader_epoch_cache.assign(leader_epoch, first)
         self._maybe_flush()
         return LogAppendInfo(
@@ -133,7 +149,7 @@ class Log:
     def append_as_follower(self, records: tuple[LogEntry, ...]) -> LogAppendInfo:
         """Append the leader's records keeping their offsets and epochs (Log.appendAsFollower)."""
         self._check_online()
-        leo = self.log_start_offset + len(self.entries)
+        leo = self.next_offset
         if not records:
             return LogAppendInfo(-1, leo - 1, 0, 0, self.log_start_offset)
         cache = self.leader_epoch_cache
@@ -156,11 +172,10 @@ class Log:
                 first,
                 prev,
             )
-        if first > leo or prev != first + len(records) - 1:
-            raise CorruptRecordError(f"offset gap in append to {self.tp} at {leo}")
         for epoch, offset in epoch_starts:
             cache.assign(epoch, offset)
-        self.entries.extend(records)
+        self.entries.extend(records)  # a first offset above the LEO leaves a gap, as in Kafka
+        self.next_offset = prev + 1
         self._maybe_flush()
         return LogAppendInfo(
             first, prev, len(records), len(records) * RECORD_SIZE_BYTES, self.log_start_offset
@@ -183,9 +198,8 @@ class Log:
         """Records from start_offset up to the isolation bound and max_bytes (Log.read, R15)."""
         if self.offline:
             raise KafkaStorageError(f"log dir of {self.tp} is offline")
-        entries = self.entries
         log_start = self.log_start_offset
-        leo = log_start + len(entries)
+        leo = self.next_offset
         if start_offset > leo or start_offset < log_start:
             raise OffsetOutOfRangeError(
                 f"offset {start_offset} of {self.tp} is outside [{log_start}, {leo}]"
@@ -197,14 +211,14 @@ class Log:
             bound = self.high_watermark if self.high_watermark < leo else leo
         if start_offset >= bound:
             return ()
-        count = bound - start_offset
+        base, end = self._index(start_offset), self._index(bound)
+        count = end - base
         max_count = max_bytes // RECORD_SIZE_BYTES
         if count > max_count:
             count = max_count if max_count > 0 else (1 if min_one_message else 0)
             if count == 0:
                 return ()
-        base = start_offset - log_start
-        return tuple(entries[base : base + count])
+        return tuple(self.entries[base : base + count])
 
     # -------------------------------------------------------------------- high watermark
 
@@ -217,7 +231,7 @@ class Log:
 
     def maybe_increment_high_watermark(self, new_high_watermark: int) -> int | None:
         """Raise the HW to new_high_watermark (<= LEO); return the old HW if it moved (R13)."""
-        if new_high_watermark > self.log_start_offset + len(self.entries):
+        if new_high_watermark > self.next_offset:
             raise ValueError(
                 f"HW {new_high_watermark} exceeds the log end offset {self.log_end_offset}"
             )
@@ -240,7 +254,8 @@ class Log:
         if target_offset < self.base_offset:  # below the segment: start a new one there
             self.truncate_fully_and_start_at(target_offset)
             return True
-        del self.entries[max(target_offset - self.log_start_offset, 0) :]
+        del self.entries[self._index(target_offset) :]
+        self.next_offset = target_offset
         self.log_start_offset = min(self.log_start_offset, target_offset)
         self._update_log_end_offset(target_offset)
         self.leader_epoch_cache.truncate_from_end(target_offset)
@@ -250,7 +265,7 @@ class Log:
         """Delete every record and restart the log (and HW) at new_offset; clears the cache."""
         self._check_online()
         self.entries.clear()
-        self.log_start_offset = self.base_offset = new_offset
+        self.log_start_offset = self.base_offset = self.next_offset = new_offset
         self._update_log_end_offset(new_offset)
         self.leader_epoch_cache.clear()
         if self.high_watermark < new_offset:
@@ -272,8 +287,7 @@ class Log:
                 f"{self.high_watermark}"
             )
         if new_log_start_offset > self.log_start_offset:
-            drop = min(new_log_start_offset, self.log_end_offset) - self.log_start_offset
-            del self.entries[:drop]
+            del self.entries[: self._index(new_log_start_offset)]
             self.log_start_offset = new_log_start_offset
             self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
 
@@ -289,8 +303,9 @@ class Log:
         """Reload after a restart; unclean shutdown loses every record above the recovery point."""
         self.offline = False
         if lose_unflushed and self.recovery_point < self.log_end_offset:
-            keep = max(self.recovery_point - self.log_start_offset, 0)
-            del self.entries[keep:]
+            del self.entries[self._index(self.recovery_point) :]
+            last = self.entries[-1].offset + 1 if self.entries else self.log_start_offset
+            self.next_offset = max(last, self.log_start_offset)
         leo = self.log_end_offset
         self.leader_epoch_cache.truncate_from_end(leo)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
@@ -305,7 +320,7 @@ class Log:
 
     def entry_at(self, offset: int) -> LogEntry | None:
         """The entry at `offset`, or None if it is outside the log."""
-        index = offset - self.log_start_offset
-        if 0 <= index < len(self.entries):
+        index = self._index(offset)
+        if index < len(self.entries) and self.entries[index].offset == offset:
             return self.entries[index]
         return None

@@ -424,7 +424,7 @@ class Partition:
             log = self.get_local_log(current_leader_epoch, fetch_only_from_leader)
         hw = log.high_watermark
         log_start = log.log_start_offset
-        leo = log_start + len(log.entries)
+        leo = log.log_end_offset
         records = log.read(fetch_offset, max_bytes, fetch_isolation, min_one_message)
         return LogReadInfo(records, hw, log_start, leo, hw)
 

@@ -118,17 +118,17 @@ def _mutant(file: str, operator: str, needle: str) -> Mutant:
 
 
 def test_the_overlay_runs_the_mutated_module_and_the_real_rest(tmp_path: Path) -> None:
-    """`_leo` is log_start_offset + len(entries) (5 + 2); its `+` made `-` (5 - 2) shows in a
-    fresh process, and the real code still runs without the overlay."""
-    mutant = _mutant("log.py", "add-sub", "return self.log_start_offset + len(self.entries)")
+    """A leader's append moves the LEO to first + len(records) (5 + 2); its `+` made `-`
+    (5 - 2) shows in a fresh process, and the real code still runs without the overlay."""
+    mutant = _mutant("log.py", "add-sub", "self.next_offset = first + len(record_ids)")
     overlay = build_overlay(mutant, tmp_path / "overlay")
     probe = textwrap.dedent(
         """\
         import kreplica.impl.log as log, kreplica.impl.partition as partition
         from kreplica.impl.messages import TopicPartition
         l = log.Log(TopicPartition("t", 0))
-        l.log_start_offset = 5
-        l.entries = [None, None]
+        l.truncate_fully_and_start_at(5)
+        l.append_as_leader((1, 2), 0)
         print(l._leo(), log.__file__, partition.__file__)
         """
     )

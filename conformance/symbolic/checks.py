@@ -171,6 +171,7 @@ def log_of(given: Inputs, leo: int, hw: int) -> Log:
         LogEntry(o, max((e.epoch for e in cache if e.start_offset <= o), default=0), o)
         for o in range(leo)
     ]
+    log.next_offset = leo
     log.leader_epoch_cache.entries = cache
     log.high_watermark = hw
     return log
@@ -484,6 +485,7 @@ def fhw_impl(given: Inputs, variant: Variant) -> Outcome:
     log = part.create_log_if_not_exists()
     leo = given["leo"]
     log.entries = [LogEntry(o, 0, o) for o in range(leo)]
+    log.next_offset = leo
     part.make_follower(LeaderAndIsrPartitionState(TP, 1, 2, 0, (2,), 0, (1, *FOLLOWERS)))
     fetcher = ReplicaFetcherThread(1, 2, manager, config, variant, clock, set(), int)
     records = tuple(LogEntry(o, 0, o) for o in range(leo, leo + given["records"]))

@@ -351,7 +351,7 @@ def test_r8_fenced_with_our_epoch_marks_failed() -> None:
 def test_r8_corrupt_records_delay_but_do_not_fail() -> None:
     h = Harness()
     h.start_fetching()
-    h.fetch_response(data(records=(LogEntry(3, 0, 1),)))  # a gap: cannot append
+    h.fetch_response(data(records=(LogEntry(0, -1, 1),)))  # no leader epoch: corrupt
     state = h.state()
     assert state is not None and state.is_delayed(h.cluster.clock.now_ms)
     assert TP not in h.fetcher.failed_partitions

@@ -64,14 +64,37 @@ def test_append_as_follower_rejects_non_monotonic_batches() -> None:
     assert log.entries == []
 
 
-def test_append_as_follower_rejects_offsets_below_leo_and_gaps() -> None:
+def test_append_as_follower_rejects_offsets_below_leo_and_records_without_epoch() -> None:
     log = Log(TP)
     log.append_as_follower((E(0, 1, 7),))
     with pytest.raises(UnexpectedAppendOffsetError):
         log.append_as_follower((E(0, 1, 7),))
     with pytest.raises(CorruptRecordError):
-        log.append_as_follower((E(2, 1, 9),))
+        log.append_as_follower((E(1, -1, 9),))
     assert log.entries == [E(0, 1, 7)]
+
+
+def test_append_as_follower_accepts_a_first_offset_above_the_leo() -> None:
+    """Kafka 2.6's Log.append checks a follower batch's first offset only against the LEO
+    from below (UnexpectedAppendOffsetException); a batch above it is appended and the LEO
+    moves past the gap (compaction leaves gaps in a leader's log). Reads, lookups,
+    truncation and deletion skip the gap."""
+    log = Log(TP)
+    log.append_as_follower((E(0, 1, 7), E(1, 1, 8)))
+    info = log.append_as_follower((E(4, 1, 9), E(6, 2, 10)))
+    assert (info.first_offset, info.last_offset) == (4, 6)
+    assert log.log_end_offset == 7
+    assert log.record_ids() == [7, 8, 9, 10]
+    assert log.entry_at(3) is None and log.entry_at(6) == E(6, 2, 10)
+    assert log.leader_epoch_cache.end_offset_for(1) == (1, 6)
+    log.update_high_watermark(7)
+    assert log.read(2, 1_000, FetchIsolation.LOG_END, False) == (E(4, 1, 9), E(6, 2, 10))
+    assert log.read(5, 1, FetchIsolation.LOG_END, False) == (E(6, 2, 10),)
+    assert log.append_as_leader((11,), 2).first_offset == 7
+    log.maybe_increment_log_start_offset(3)
+    assert log.record_ids() == [9, 10, 11] and log.log_start_offset == 3
+    assert log.truncate_to(5)
+    assert (log.record_ids(), log.log_end_offset) == ([9], 5)
 
 
 def test_read_respects_isolation_bound_and_max_bytes() -> None:
