@@ -289,14 +289,20 @@ def parked_fetch_responses(c: Cluster) -> list[FetchResponse]:
     return fetch_responses([o.payload for o in c.broker(1)._drain()])
 
 
-def test_r16_delayed_fetch_completes_when_its_offset_leaves_the_segment() -> None:
-    """DelayedFetch.tryComplete's case C: the fetch offset and the end offset lie on
-    different segments (here the leader's log restarted at offset 5, R9): it completes at
-    once, and the re-read finds its offset out of range."""
+def fetch_parked_at_the_leo() -> Cluster:
+    """Leader 1 with records at offsets 0 and 1, and follower 2's FETCH at 2 parked."""
     c = cluster()
     rpc(c, 1, produce_request(TP, (1, 2), acks=1))
     parked = fetch_request(TP, 2, replica_id=2, epoch=0, max_wait_ms=500)
     assert rpc(c, 1, parked, src=2) == []
+    return c
+
+
+def test_r16_delayed_fetch_completes_when_its_offset_leaves_the_segment() -> None:
+    """DelayedFetch.tryComplete's case C: the fetch offset and the end offset lie on
+    different segments (here the leader's log restarted at offset 5, R9): it completes at
+    once, and the re-read finds its offset out of range."""
+    c = fetch_parked_at_the_leo()
     leader_log(c).truncate_fully_and_start_at(5)
     rm = c.broker(1).replica_manager
     assert rm.delayed_fetch_purgatory.check_and_complete(TP) == 1
@@ -308,10 +314,7 @@ def test_r16_a_truncation_within_the_segment_lets_the_fetch_wait() -> None:
     """Kafka 2.6 forces a delayed fetch only when its offset is on another segment; a leader
     that truncates below the fetch offset within the same segment leaves it waiting until
     max_wait_ms, when the re-read finds the offset out of range."""
-    c = cluster()
-    rpc(c, 1, produce_request(TP, (1, 2), acks=1))
-    parked = fetch_request(TP, 2, replica_id=2, epoch=0, max_wait_ms=500)
-    assert rpc(c, 1, parked, src=2) == []
+    c = fetch_parked_at_the_leo()
     leader_log(c).truncate_to(1)
     rm = c.broker(1).replica_manager
     assert rm.delayed_fetch_purgatory.check_and_complete(TP) == 0
