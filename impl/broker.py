@@ -265,11 +265,18 @@ class Broker:
         return self._drain()
 
     def tick(self) -> list[Outgoing]:
-        """Expire delayed produce/fetch operations at the current simulated time (R17)."""
+        """Expire delayed produce/fetch operations at the current simulated time (R17), and run
+        the highwatermark-checkpoint task if it is due (R13)."""
         if not self.alive:
             return []
         self.replica_manager.tick()
+        self.replica_manager.maybe_checkpoint_high_watermarks()
         return self._drain()
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Run the highwatermark-checkpoint task now, if it has started (R13)."""
+        if self.alive and self.replica_manager.hw_checkpoint_started:
+            self.replica_manager.checkpoint_high_watermarks()
 
     def maybe_shrink_isr(self) -> list[Outgoing]:
         """Run the isr-expiration task once (R12)."""

@@ -37,6 +37,7 @@ from kreplica.impl.messages import (
 from kreplica.impl.network import Envelope, Network
 from kreplica.impl.partition import Partition
 from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
     ConsumerFetch,
     ConsumerListOffsets,
     Crash,
@@ -244,6 +245,9 @@ class Cluster:
         if isinstance(step, Flush):
             self.log_managers[step.broker].flush_all()
             return []
+        if isinstance(step, CheckpointHighWatermarks):
+            self.brokers[step.broker].checkpoint_high_watermarks()
+            return []
         if isinstance(step, Isolate):
             self.network.block(step.a, step.b)
             return []
@@ -349,6 +353,7 @@ class Cluster:
             raise SimulationError(f"broker {broker_id} is running; crash it first")
         self.incarnations[broker_id] += 1
         self.log_managers[broker_id].recover_all(unclean=False)
+        self.log_managers[broker_id].load_high_watermarks()
         self.brokers[broker_id] = self._new_broker(broker_id)
         return self._send_all(CONTROLLER_ID, self.controller.on_broker_startup(broker_id))
 
@@ -379,6 +384,8 @@ class Cluster:
         for b in self.broker_ids:
             if self.is_alive(b) and self.brokers[b].replica_manager.leader_partitions():
                 steps.append(ShrinkIsr(b))
+            if self.is_alive(b) and self.brokers[b].replica_manager.hw_checkpoint_started:
+                steps.append(CheckpointHighWatermarks(b))
         if faults:
             for b in self.broker_ids:
                 if self.is_alive(b):

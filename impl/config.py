@@ -25,6 +25,10 @@ class BrokerConfig:
     """replica.fetch.backoff.ms: the delay of a partition after an error (R7, R8)."""
     replica_socket_timeout_ms: int = 30_000
     """replica.socket.timeout.ms: a fetcher request without an answer fails after this long."""
+    replica_high_watermark_checkpoint_interval_ms: int | None = 5_000
+    """replica.high.watermark.checkpoint.interval.ms: how often the highwatermark-checkpoint
+    task writes every HW to disk; a restart reads the last one written (R13). None: only a
+    CheckpointHighWatermarks step runs it (a replay of a spec trace, where the spec decides)."""
     max_message_bytes: int = 1_000_012
     """message.max.bytes: the largest record batch a leader accepts."""
     flush_interval_messages: int | None = None

@@ -143,6 +143,10 @@ class ReplicaManager:
         self._early_ack = variant.has_bug("early-ack")
         self._last_empty_answers: dict[TopicPartition, FetchPartitionResponse] = {}
         """The last FETCH answer without records per partition, reused while it stays equal."""
+        self.hw_checkpoint_started = False
+        """True once the highwatermark-checkpoint task has started (the first LeaderAndIsr)."""
+        self.hw_checkpoint_next_ms: int | None = None
+        """When the task runs next on the simulated clock (None: not started, or never)."""
 
     # -------------------------------------------------------------------------- lookups
 
@@ -214,6 +218,40 @@ class ReplicaManager:
             self.delayed_produce_purgatory.advance_clock()
             + self.delayed_fetch_purgatory.advance_clock()
         )
+
+    # ----------------------------------------------------------- high watermark checkpoint
+
+    def start_high_watermark_checkpoint_thread(self) -> None:
+        """Start the highwatermark-checkpoint task after the first LeaderAndIsr, once every
+        partition it names exists: due at once, then every checkpoint interval (R13)."""
+        if not self.hw_checkpoint_started:
+            self.hw_checkpoint_started = True
+            if self.config.replica_high_watermark_checkpoint_interval_ms is not None:
+                self.hw_checkpoint_next_ms = self.clock.now_ms
+
+    def maybe_checkpoint_high_watermarks(self) -> bool:
+        """Run the checkpoint task if the simulated clock has reached its time; the periods it
+        missed run as one, since they would write the same HWs (R13)."""
+        due = self.hw_checkpoint_next_ms
+        now = self.clock.now_ms
+        if due is None or now < due:
+            return False
+        self.checkpoint_high_watermarks()
+        interval = self.config.replica_high_watermark_checkpoint_interval_ms
+        assert interval is not None  # else the task has no time to run at
+        self.hw_checkpoint_next_ms = due + ((now - due) // interval + 1) * interval
+        return True
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write the HW of every partition with an online local log to the log dir's
+        replication-offset-checkpoint file; none such, no write (R13)."""
+        high_watermarks = {
+            tp: p.log.high_watermark
+            for tp, p in sorted(self.all_partitions.items())
+            if p.log is not None and not p.log.offline
+        }
+        if high_watermarks:
+            self.log_manager.write_hw_checkpoint(high_watermarks)
 
     # ---------------------------------------------------------------------------- produce
 
@@ -545,6 +583,7 @@ class ReplicaManager:
         if to_follow:
             self.make_followers(to_follow, set(request.live_leaders), response_map)
         self.replica_fetcher_manager.shutdown_idle_fetcher_threads()
+        self.start_high_watermark_checkpoint_thread()
         return LeaderAndIsrResponse(
             request.correlation_id,
             Errors.NONE,

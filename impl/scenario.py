@@ -13,6 +13,7 @@ from kreplica.impl.config import BrokerConfig
 from kreplica.impl.controller import CONTROLLER_ID
 from kreplica.impl.messages import Errors, TopicPartition
 from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
     Crash,
     Deliver,
     DetectFailure,
@@ -262,6 +263,11 @@ class Scenario:
         """Flush the logs of the given brokers (all if none given)."""
         for b in brokers or self.cluster.broker_ids:
             self.cluster.apply(Flush(b))
+
+    def checkpoint_high_watermarks(self, *brokers: int) -> None:
+        """Run the highwatermark-checkpoint task now on the given brokers (all if none given)."""
+        for b in brokers or self.cluster.broker_ids:
+            self.cluster.apply(CheckpointHighWatermarks(b))
 
     def shrink_isr(self, broker: int | None = None) -> None:
         """Run the isr-expiration task on broker (default: the leader)."""

@@ -142,6 +142,14 @@ class Flush:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointHighWatermarks:
+    """Run `broker`'s highwatermark-checkpoint task now (ReplicaManager.checkpointHighWatermarks):
+    the task also runs on the simulated clock, at each Tick that reaches its next time."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
 class Isolate:
     """Network partition between nodes a and b (messages wait on both links)."""
 
@@ -198,6 +206,7 @@ Step = (
     | Register
     | Elect
     | Flush
+    | CheckpointHighWatermarks
     | Isolate
     | Heal
     | FailLogDir

@@ -86,7 +86,9 @@ VARIABLES
     log,            \* the replica's log: one entry (epoch, record id) per offset, Deleted
                     \* below its log start offset (checkpointed: survives a crash)
     \* @type: Int -> Int;
-    hw,             \* its high watermark (checkpointed: survives a crash)
+    hw,             \* its high watermark, in memory
+    \* @type: Int -> Int;
+    hwCheckpoint,   \* the HW in its replication-offset-checkpoint file: what a restart reads
     \* @type: Int -> Seq(CACHEENTRY);
     epochCache,     \* its leader-epoch cache: (epoch, start offset), ascending
     \* @type: Int -> Int;
@@ -142,11 +144,20 @@ replicaVars == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader,
 clusterVars == <<alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
                  msgs>>
 historyVars == <<nextRecord, pending, acked, committed, crashes, uncleanShutdowns>>
-vars == <<replicaVars, clusterVars, historyVars, removed, action>>
+vars == <<replicaVars, hwCheckpoint, clusterVars, historyVars, removed, action>>
+
+\* Replica r's HW checkpoint may still be read, by its Restart: r is down, or
+\* will halt (its log dir failed), or a crash or a power loss may still come.
+CheckpointMayBeRead(r) ==
+    \/ r \notin alive \/ r \in logDirOffline
+    \/ crashes < MaxCrashes \/ uncleanShutdowns < MaxUncleanShutdowns
 
 \* The fingerprint leaves out `removed` and `action`: they record how a state was
 \* reached, and no invariant but the witnesses reads them (witness configs omit VIEW).
-View == <<replicaVars, clusterVars, historyVars>>
+\* It leaves out a HW checkpoint that no Restart can read any more, too.
+View == <<replicaVars,
+          [r \in DOMAIN hwCheckpoint |-> IF CheckpointMayBeRead(r) THEN hwCheckpoint[r] ELSE -1],
+          clusterVars, historyVars>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -386,6 +397,7 @@ FirstLeader == Min(Replicas)
 Init ==
     /\ log = [r \in Replicas |-> <<>>]
     /\ hw = [r \in Replicas |-> 0]
+    /\ hwCheckpoint = [r \in Replicas |-> 0]
     /\ epochCache = [r \in Replicas |->
                         IF r = FirstLeader THEN <<[epoch |-> 0, startOffset |-> 0]>> ELSE <<>>]
     /\ recoveryPoint = [r \in Replicas |-> 0]
@@ -432,6 +444,7 @@ Produce(l, acks) ==
     /\ nextRecord <= MaxRecords
     /\ nextRecord' = nextRecord + 1
     /\ Act("Produce", [replica |-> l, record |-> nextRecord, acks |-> acks])
+    /\ UNCHANGED hwCheckpoint
     /\ IF (acks = -1 /\ Cardinality(isr[l]) < MinIsr) \/ l \in logDirOffline
        THEN UNCHANGED <<replicaVars, clusterVars, pending, acked, committed,
                         crashes, uncleanShutdowns, removed>>
@@ -463,6 +476,7 @@ ExpireDelayedProduce(p) ==
     /\ p \in pending
     /\ pending' = pending \ {p}
     /\ Act("ExpireDelayedProduce", [replica |-> p.replica, record |-> p.record])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, clusterVars, nextRecord, acked, committed, crashes,
                    uncleanShutdowns, removed>>
 
@@ -476,6 +490,7 @@ DeleteRecords(l, offset) ==
     /\ l \in alive /\ l \notin logDirOffline /\ leader[l] = l
     /\ offset \in 0..hw[l]
     /\ Act("DeleteRecords", [replica |-> l, offset |-> offset])
+    /\ UNCHANGED hwCheckpoint
     /\ IF offset > LogStart(l)
        THEN /\ log' = [log EXCEPT ![l] = DeleteBelow(@, offset)]
             /\ epochCache' = [epochCache EXCEPT ![l] = TruncateFromStart(@, offset)]
@@ -495,6 +510,7 @@ FollowerSendFetch(f) ==
     /\ FetcherSend(f, [type |-> "FetchRequest", src |-> f, dst |-> leader[f],
                        inc |-> incarnation[f], epoch |-> leaderEpoch[f], offset |-> LEO(f)])
     /\ Act("FollowerSendFetch", [replica |-> f, leader |-> leader[f]])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                    ctrlIsr, historyVars, removed>>
 
@@ -514,6 +530,7 @@ LeaderHandleFetch(m) ==
                 logStart |-> IF e = "NONE" THEN LogStart(l) ELSE Undefined]
        IN
        /\ Act("LeaderHandleFetch", [replica |-> l, follower |-> f, offset |-> m.offset])
+       /\ UNCHANGED hwCheckpoint
        /\ IF err = "NONE" /\ LogStart(l) <= m.offset /\ m.offset <= LEO(l)
           THEN LET rl == [remoteLeo EXCEPT ![l][f] = m.offset]
                    expand == /\ f \notin isr[l]
@@ -553,6 +570,7 @@ FollowerHandleFetchResponse(m) ==
            cache == AssignAll(epochCache[f], m.entries, m.offset)
        IN
        /\ Act("FollowerHandleFetchResponse", [replica |-> f, leader |-> m.src])
+       /\ UNCHANGED hwCheckpoint
        /\ IF current /\ m.error = "OFFSET_OUT_OF_RANGE"
           THEN FetcherSendOnAnswer(f, ListOffsetsRequest(f, m.src, "LATEST"))
           ELSE Consume(m)
@@ -589,6 +607,7 @@ LeaderHandleListOffsets(m) ==
                         epoch |-> m.epoch, error |-> err, timestamp |-> m.timestamp,
                         offset |-> IF err = "NONE" THEN offset ELSE Undefined])
            /\ Act("LeaderHandleListOffsets", [replica |-> l, follower |-> m.src])
+           /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                    ctrlIsr, historyVars, removed>>
 
@@ -607,6 +626,7 @@ FollowerHandleListOffsetsResponse(m) ==
            earliest == current /\ m.error = "NONE" /\ m.timestamp = "EARLIEST"
        IN
        /\ Act("FollowerHandleListOffsetsResponse", [replica |-> f, leader |-> m.src])
+       /\ UNCHANGED hwCheckpoint
        /\ IF latest /\ m.offset >= LEO(f)
           THEN FetcherSendOnAnswer(f, ListOffsetsRequest(f, m.src, "EARLIEST"))
           ELSE Consume(m)
@@ -645,6 +665,7 @@ FollowerTruncateToHighWatermark(f) ==
                                inc |-> incarnation[f], epoch |-> leaderEpoch[f],
                                offset |-> Min2(hw[f], LEO(f))])
     /\ Act("FollowerTruncateToHighWatermark", [replica |-> f, leader |-> leader[f]])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, logDirOffline, incarnation, ctrlLive,
                    ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>
 
@@ -658,6 +679,7 @@ FollowerSendOffsetsForLeaderEpoch(f) ==
                        inc |-> incarnation[f], epoch |-> leaderEpoch[f],
                        requested |-> LatestEpoch(f)])
     /\ Act("FollowerSendOffsetsForLeaderEpoch", [replica |-> f, leader |-> leader[f]])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                    ctrlIsr, historyVars, removed>>
 
@@ -676,6 +698,7 @@ LeaderHandleOffsetsForLeaderEpoch(m) ==
                         endOffset |-> IF err = "NONE" THEN answer[2] ELSE Undefined])
            /\ Act("LeaderHandleOffsetsForLeaderEpoch",
                   [replica |-> l, follower |-> m.src, requested |-> m.requested])
+           /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                    ctrlIsr, historyVars, removed>>
 
@@ -702,6 +725,7 @@ FollowerHandleOffsetsForLeaderEpochResponse(m) ==
            point == TruncationPoint(f, m.leaderEpoch, m.endOffset)
        IN
        /\ Act("FollowerHandleOffsetsForLeaderEpochResponse", [replica |-> f, leader |-> m.src])
+       /\ UNCHANGED hwCheckpoint
        /\ Consume(m)
        /\ CASE current /\ m.error = "NONE" /\ f \in logDirOffline ->   \* the truncation fails
                  /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
@@ -744,6 +768,7 @@ BecomeLeaderOrFollower(m) ==
            newHw == NewHw(r, log, rl, m.isr)
        IN
        /\ Act("BecomeLeaderOrFollower", [replica |-> r, epoch |-> m.epoch, leader |-> m.leader])
+       /\ UNCHANGED hwCheckpoint
        /\ Consume(m)
        /\ IF r \in logDirOffline   \* answered KAFKA_STORAGE_ERROR: nothing changes
           THEN UNCHANGED <<replicaVars, historyVars>>
@@ -786,6 +811,7 @@ LeaderShrinkIsr(l, out) ==
            /\ ctrlIsr' = newIsr
            /\ AdvanceHw(l, log, newHw, newIsr)
     /\ Act("LeaderShrinkIsr", [replica |-> l, followers |-> out])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, remoteLeo,
                    alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, msgs,
                    nextRecord, crashes, uncleanShutdowns, removed>>
@@ -829,6 +855,7 @@ ControllerDetectFailure(r) ==
            /\ msgs' = IF f.bump THEN msgs \cup Propagate(ctrlLive', alive, epoch, f.leader, f.isr)
                       ELSE msgs
     /\ Act("ControllerDetectFailure", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, historyVars, removed>>
 
 \* Election.leaderForPreferredReplica / an admin election: the controller makes
@@ -842,6 +869,7 @@ ControllerElectLeader(l) ==
     /\ ctrlEpoch' = ctrlEpoch + 1
     /\ msgs' = msgs \cup Propagate(ctrlLive, alive, ctrlEpoch + 1, l, ctrlIsr')
     /\ Act("ControllerElectLeader", [replica |-> l])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, historyVars, removed>>
 
 -----------------------------------------------------------------------------
@@ -861,12 +889,14 @@ StopReplica(r) ==
     /\ pending' = {p \in pending : p.replica # r}
     /\ msgs' = {m \in msgs : m.dst # r}
 
-\* A process crash (kill -9): the page cache survives, so no data is lost.
+\* A process crash (kill -9): the page cache survives, so no data is lost; the
+\* HW in memory is, and a restart reads the last HW checkpoint.
 Crash(r) ==
     /\ r \in alive /\ crashes < MaxCrashes
     /\ crashes' = crashes + 1
     /\ StopReplica(r)
     /\ Act("Crash", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, logDirOffline, incarnation, ctrlLive,
                    ctrlLeader,
                    ctrlEpoch, ctrlIsr, nextRecord, acked, committed, uncleanShutdowns, removed>>
@@ -886,6 +916,7 @@ UncleanShutdown(r) ==
             /\ hw' = [hw EXCEPT ![r] = Min2(@, LEO(r))]
             /\ UNCHANGED <<log, recoveryPoint, removed>>
     /\ Act("UncleanShutdown", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord,
                    acked,
                    committed, crashes>>
@@ -904,6 +935,7 @@ FailLogDir(r) ==
     /\ crashes' = crashes + 1
     /\ logDirOffline' = logDirOffline \cup {r}
     /\ Act("FailLogDir", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, incarnation, ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr,
                    msgs, nextRecord, pending, acked, committed, uncleanShutdowns, removed>>
 
@@ -913,6 +945,7 @@ HaltOnLogDirFailure(r) ==
     /\ r \in alive /\ r \in logDirOffline
     /\ StopReplica(r)
     /\ Act("HaltOnLogDirFailure", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, logDirOffline, incarnation, ctrlLive,
                    ctrlLeader, ctrlEpoch, ctrlIsr, nextRecord, acked, committed, crashes,
                    uncleanShutdowns, removed>>
@@ -921,8 +954,9 @@ HaltOnLogDirFailure(r) ==
 \* its log dir back if it had failed (repaired, its data intact).  It
 \* loads its log first (the Log constructor): the epoch cache keeps no epoch that
 \* starts at or past the LEO (truncateFromEnd), so a leader's epoch without
-\* records is forgotten, and the HW checkpoint is capped at the LEO
-\* (Log.updateHighWatermark; only a seeded bug lets it pass the LEO).  A
+\* records is forgotten.  Its HW is its last HW checkpoint, which may be older
+\* than the HW it had (Partition.createLog), kept between its log start offset
+\* and its LEO (Log.updateHighWatermark).  A
 \* controller that still saw its old session treats the restart as a bounce:
 \* onBrokerFailure first.  It then sends the broker the partition's state, or,
 \* if the partition is offline, runs the offline election, which the broker
@@ -950,10 +984,25 @@ Restart(r) ==
                        ELSE {})
                  \cup (IF elect THEN Propagate(live, alive \cup {r}, epoch, e.leader, e.isr) ELSE {})
     /\ epochCache' = [epochCache EXCEPT ![r] = TruncateFromEnd(@, LEO(r))]
-    /\ hw' = [hw EXCEPT ![r] = Min2(@, LEO(r))]
+    /\ hw' = [hw EXCEPT ![r] = Max2(LogStart(r), Min2(hwCheckpoint[r], LEO(r)))]
     /\ Act("Restart", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<log, recoveryPoint, leaderEpoch, leader, fetchState, isr, remoteLeo,
                    historyVars, removed>>
+
+\* ReplicaManager.checkpointHighWatermarks, the highwatermark-checkpoint task:
+\* every replica.high.watermark.checkpoint.interval.ms (5 s) from its first
+\* LeaderAndIsr, and on a clean shutdown, a running broker writes the HW of
+\* each Partition it hosts to its replication-offset-checkpoint file, unless
+\* the Partition is offline (its log dir failed).  Without a crash or a power
+\* loss to come, no Restart reads it.
+CheckpointHighWatermarks(r) ==
+    /\ r \in alive /\ r \notin logDirOffline /\ leaderEpoch[r] # NotHosted
+    /\ hwCheckpoint[r] # hw[r]
+    /\ crashes < MaxCrashes \/ uncleanShutdowns < MaxUncleanShutdowns
+    /\ hwCheckpoint' = [hwCheckpoint EXCEPT ![r] = hw[r]]
+    /\ Act("CheckpointHighWatermarks", [replica |-> r])
+    /\ UNCHANGED <<replicaVars, clusterVars, historyVars, removed>>
 
 \* Log.flush: the replica's log is durable up to its LEO (a failed log dir
 \* flushes nothing).
@@ -962,6 +1011,7 @@ Flush(r) ==
     /\ r \in alive /\ r \notin logDirOffline /\ recoveryPoint[r] < LEO(r)
     /\ recoveryPoint' = [recoveryPoint EXCEPT ![r] = LEO(r)]
     /\ Act("Flush", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<log, hw, epochCache, leaderEpoch, leader, fetchState, isr, remoteLeo,
                    clusterVars, historyVars, removed>>
 
@@ -970,6 +1020,7 @@ LoseMessage(m) ==
     /\ LossyNetwork /\ m \in msgs
     /\ Consume(m)
     /\ Act("LoseMessage", [from |-> m.src, to |-> m.dst])
+    /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                    ctrlIsr, historyVars, removed>>
 
@@ -989,6 +1040,7 @@ Next ==
           \/ HaltOnLogDirFailure(r)
           \/ Restart(r)
           \/ Flush(r)
+          \/ CheckpointHighWatermarks(r)
           \/ \E out \in SUBSET Replicas : LeaderShrinkIsr(r, out)
           \/ \E offset \in 0..MaxRecords : DeleteRecords(r, offset)
     \/ \E m \in msgs :
@@ -1056,6 +1108,7 @@ TypeOK ==
     /\ \A r \in Replicas :
          /\ log[r] \in Seq(Entry)
          /\ hw[r] \in Nat
+         /\ hwCheckpoint[r] \in Nat
          /\ recoveryPoint[r] \in 0..LEO(r)
          /\ leaderEpoch[r] \in {NotHosted, NoEpoch} \cup 0..MaxEpoch
          /\ leader[r] \in Replicas \cup {NoLeader}
@@ -1160,6 +1213,11 @@ NeverResetOutOfRange == action.name # "FollowerHandleListOffsetsResponse"
 NeverStartedAtLeaderLogStart ==
     ~(action.name = "FollowerHandleListOffsetsResponse"
       /\ \E r \in Replicas : LEO(r) > 0 /\ LogStart(r) = LEO(r) /\ epochCache[r] = <<>>)
+
+\* No broker is down with a HW ahead of its HW checkpoint (whose Restart would
+\* read an older HW than it had).
+NeverDownWithStaleCheckpoint ==
+    \A r \in Replicas \ alive : Min2(hw[r], LEO(r)) <= hwCheckpoint[r]
 
 \* No running broker hosts a Partition without a leader epoch (a restarted broker
 \* whose first LeaderAndIsr names no leader does).

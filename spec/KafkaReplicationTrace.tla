@@ -45,12 +45,12 @@ LastEvent(t) == Len(Events(t)) - 1
 Unobserved(t, ev) == TraceLog[t].hidden \cup (IF "o" \in DOMAIN ev THEN ev.o ELSE {})
 
 \* The spec's variables, by name and by value, in the same order.
-VarNames == <<"log", "hw", "epochCache", "recoveryPoint", "leaderEpoch", "leader",
+VarNames == <<"log", "hw", "hwCheckpoint", "epochCache", "recoveryPoint", "leaderEpoch", "leader",
               "fetchState", "isr", "remoteLeo", "alive", "logDirOffline", "incarnation", "ctrlLive",
               "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs", "nextRecord", "pending", "acked",
               "committed", "crashes", "uncleanShutdowns", "removed">>
-VarValues == <<log, hw, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, isr,
-               remoteLeo, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
+VarValues == <<log, hw, hwCheckpoint, epochCache, recoveryPoint, leaderEpoch, leader, fetchState,
+               isr, remoteLeo, alive, logDirOffline, incarnation, ctrlLive, ctrlLeader, ctrlEpoch,
                ctrlIsr, msgs, nextRecord, pending, acked, committed, crashes, uncleanShutdowns,
                removed>>
 
@@ -79,29 +79,27 @@ TraceView == <<trace, cursor, [i \in LooseAt[trace] |-> VarValues[i]]>>
 
 \* The next state's variables, for the diagnosis of a mismatch.
 Successor ==
-    [log |-> log', hw |-> hw', epochCache |-> epochCache', recoveryPoint |-> recoveryPoint',
-     leaderEpoch |-> leaderEpoch', leader |-> leader', fetchState |-> fetchState',
-     isr |-> isr', remoteLeo |-> remoteLeo', alive |-> alive', logDirOffline |-> logDirOffline',
-     incarnation |-> incarnation',
-     ctrlLive |-> ctrlLive', ctrlLeader |-> ctrlLeader', ctrlEpoch |-> ctrlEpoch',
-     ctrlIsr |-> ctrlIsr', msgs |-> msgs', nextRecord |-> nextRecord', pending |-> pending',
-     acked |-> acked', committed |-> committed', crashes |-> crashes',
-     uncleanShutdowns |-> uncleanShutdowns', removed |-> removed']
+    [log |-> log', hw |-> hw', hwCheckpoint |-> hwCheckpoint', epochCache |-> epochCache',
+     recoveryPoint |-> recoveryPoint', leaderEpoch |-> leaderEpoch', leader |-> leader',
+     fetchState |-> fetchState', isr |-> isr', remoteLeo |-> remoteLeo', alive |-> alive',
+     logDirOffline |-> logDirOffline', incarnation |-> incarnation', ctrlLive |-> ctrlLive',
+     ctrlLeader |-> ctrlLeader', ctrlEpoch |-> ctrlEpoch', ctrlIsr |-> ctrlIsr', msgs |-> msgs',
+     nextRecord |-> nextRecord', pending |-> pending', acked |-> acked', committed |-> committed',
+     crashes |-> crashes', uncleanShutdowns |-> uncleanShutdowns', removed |-> removed']
 
 Current ==
-    [log |-> log, hw |-> hw, epochCache |-> epochCache, recoveryPoint |-> recoveryPoint,
-     leaderEpoch |-> leaderEpoch, leader |-> leader, fetchState |-> fetchState,
-     isr |-> isr, remoteLeo |-> remoteLeo, alive |-> alive, logDirOffline |-> logDirOffline,
-     incarnation |-> incarnation,
-     ctrlLive |-> ctrlLive, ctrlLeader |-> ctrlLeader, ctrlEpoch |-> ctrlEpoch,
-     ctrlIsr |-> ctrlIsr, msgs |-> msgs, nextRecord |-> nextRecord, pending |-> pending,
-     acked |-> acked, committed |-> committed, crashes |-> crashes,
-     uncleanShutdowns |-> uncleanShutdowns, removed |-> removed]
+    [log |-> log, hw |-> hw, hwCheckpoint |-> hwCheckpoint, epochCache |-> epochCache,
+     recoveryPoint |-> recoveryPoint, leaderEpoch |-> leaderEpoch, leader |-> leader,
+     fetchState |-> fetchState, isr |-> isr, remoteLeo |-> remoteLeo, alive |-> alive,
+     logDirOffline |-> logDirOffline, incarnation |-> incarnation, ctrlLive |-> ctrlLive,
+     ctrlLeader |-> ctrlLeader, ctrlEpoch |-> ctrlEpoch, ctrlIsr |-> ctrlIsr, msgs |-> msgs,
+     nextRecord |-> nextRecord, pending |-> pending, acked |-> acked, committed |-> committed,
+     crashes |-> crashes, uncleanShutdowns |-> uncleanShutdowns, removed |-> removed]
 
 ReplicaActions == {"FollowerSendFetch", "FollowerTruncateToHighWatermark",
                    "FollowerSendOffsetsForLeaderEpoch", "ControllerDetectFailure",
                    "ControllerElectLeader", "Crash", "UncleanShutdown", "FailLogDir",
-                   "HaltOnLogDirFailure", "Restart", "Flush"}
+                   "HaltOnLogDirFailure", "Restart", "Flush", "CheckpointHighWatermarks"}
 
 \* The spec action named `name`, taken by the replica `r`.
 ReplicaAction(name, r) ==
@@ -116,6 +114,7 @@ ReplicaAction(name, r) ==
       [] name = "HaltOnLogDirFailure" -> HaltOnLogDirFailure(r)
       [] name = "Restart" -> Restart(r)
       [] name = "Flush" -> Flush(r)
+      [] name = "CheckpointHighWatermarks" -> CheckpointHighWatermarks(r)
 
 \* The spec action named `name`, taken on the message `m` in flight.
 MessageAction(name, m) ==

@@ -12,6 +12,7 @@ TraceLog == <<
    events |-> <<
      [e |-> "Init", a |-> <<>>,
       v |-> [log |-> <<<<>>, <<>>, <<>>>>, hw |-> <<0, 0, 0>>,
+             hwCheckpoint |-> <<0, 0, 0>>,
              epochCache |-> <<<<[epoch |-> 0, startOffset |-> 0]>>, <<>>, <<>>>>,
              recoveryPoint |-> <<0, 0, 0>>, leaderEpoch |-> <<0, 0, 0>>,
              leader |-> <<1, 1, 1>>, fetchState |-> <<"Idle", "Truncating", "Truncating">>,

@@ -31,7 +31,13 @@ from kreplica.conformance.kafka.schedule import (
     load_schedule,
     parse_schedule,
 )
-from kreplica.conformance.kafka.simulate import Timing, harness_timing, predict, simulate
+from kreplica.conformance.kafka.simulate import (
+    KafkaSim,
+    Timing,
+    harness_timing,
+    predict,
+    simulate,
+)
 from kreplica.impl.variants import Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +102,11 @@ def test_kip101_scenario_1_loses_nothing_with_leader_epochs() -> None:
 
 
 def test_kip101_scenario_1_loses_an_acked_record_with_hw_truncation() -> None:
+    """The restarted follower truncates to the HW in its checkpoint file: the five produces
+    and its crash take no simulated time, so its last checkpoint (at start-up) holds HW 0, and
+    it loses all five; with the HW it had in memory it would have kept all but record 4."""
     outcome = simulate(NAMED["kip101-follower-restart-leader-fails"], HW_TRUNCATION)
-    assert lost(outcome) == [4]  # the restarted follower truncated to its lagging HW
+    assert lost(outcome) == [0, 1, 2, 3, 4]
 
 
 def test_a_paused_leader_past_the_session_timeout_is_replaced_and_rejoins() -> None:
@@ -126,6 +135,19 @@ def test_controlled_shutdown_moves_leadership_with_one_epoch_bump() -> None:
     outcome = simulate(Schedule("shutdown-leader", steps))
     assert outcome.leader == 2 and outcome.leader_epoch == 1 and outcome.isr == (2, 3)
     assert outcome.acked[-1] == tuple(range(6)) and not outcome.acked_lost
+
+
+def test_controlled_shutdown_writes_the_hw_checkpoint_before_it_stops() -> None:
+    """KafkaServer.shutdown: ReplicaManager.shutdown writes every HW before the process ends,
+    so the broker restarts with the HW it had (a kill -9 keeps the last periodic write)."""
+    sim = KafkaSim(Schedule("shutdown-leader", (Step("produce", count=3),)))
+    sim.run()
+    [tp] = sim.cluster.log_managers[1].logs
+    log = sim.cluster.log(1, tp)
+    assert log is not None and log.high_watermark == 3
+    sim.cluster.log_managers[1].hw_checkpoint[tp] = 0  # as if no periodic write had run yet
+    sim.shutdown(Step("shutdown", broker=1))
+    assert sim.cluster.log_managers[1].hw_checkpoint[tp] == 3
 
 
 def test_simulate_is_deterministic() -> None:
@@ -218,4 +240,4 @@ def test_the_verdicts_hold_under_the_real_harness_timeouts(name: str) -> None:
 
 def test_kip101_scenario_1_under_the_harness_timeouts_fails_with_hw_truncation() -> None:
     schedule = NAMED["kip101-follower-restart-leader-fails"]
-    assert lost(simulate(schedule, HW_TRUNCATION, harness_timing())) == [4]
+    assert lost(simulate(schedule, HW_TRUNCATION, harness_timing())) == [0, 1, 2, 3, 4]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from recorder_helpers import replicated
 
 from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.projection import NOT_HOSTED, Projector
@@ -15,7 +16,16 @@ from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import TopicPartition
-from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork, Duplicate, Restart
+from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
+    Crash,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Duplicate,
+    Restart,
+    Tick,
+)
 from kreplica.impl.variants import Variant
 
 TP = TopicPartition("t", 0)
@@ -141,3 +151,30 @@ def test_a_followers_isr_is_projected_as_it_holds_it() -> None:
     assert follower is not None
     follower.in_sync_replica_ids = frozenset({1, 2})  # as if make_follower had kept it
     assert Projector(c, TP).project()["isr"][1] == frozenset({1, 2})
+
+
+def test_the_clock_and_the_step_record_hw_checkpoints_one_broker_at_a_time() -> None:
+    """A Tick that reaches the checkpoint task's time is one CheckpointHighWatermarks per
+    broker whose file changed, each state changing only that broker's hwCheckpoint; the step
+    runs the task at once, and is nothing when the file already holds the HW."""
+    c, rec = replicated(2)
+    assert rec.state["hwCheckpoint"] == (0, 0)  # nothing written since the first run
+    events = rec.apply(Tick(5_000))
+    assert [(e.action, e.args) for e in events] == [
+        ("CheckpointHighWatermarks", {"replica": 1}),
+        ("CheckpointHighWatermarks", {"replica": 2}),
+    ]
+    assert [e.state["hwCheckpoint"] for e in events] == [(2, 0), (2, 2)]
+    assert rec.apply(CheckpointHighWatermarks(1)) == []  # it holds HW 2 already
+    rec.apply(c.next_record(TP))
+    rec.apply(Deliver(-1, 1))
+    for _ in range(2):  # the follower fetches the record, then the leader's HW moves to 3
+        for step in (DoWork(2, 1), Deliver(2, 1), Deliver(1, 2)):
+            rec.apply(step)
+    assert rec.state["hw"][0] == 3
+    [event] = rec.apply(CheckpointHighWatermarks(1))
+    assert event.action == "CheckpointHighWatermarks" and event.state["hwCheckpoint"] == (3, 2)
+    rec.apply(Crash(1))
+    assert rec.state["hw"][0] == 3
+    [restart] = rec.apply(Restart(1))
+    assert restart.state["hw"][0] == 3

@@ -114,6 +114,10 @@ class Projector:
         )
         return entries, log.high_watermark, cache, log.recovery_point
 
+    def _hw_checkpoint(self, r: int) -> int:
+        """The HW in replica r's replication-offset-checkpoint file (0 if it holds none)."""
+        return self.cluster.log_managers[r].hw_checkpoint.get(self.tp, 0)
+
     def _offline(self, r: int) -> bool:
         """True if replica r's log dir has failed (until the broker restarts)."""
         log = self.cluster.log(r, self.tp)
@@ -285,6 +289,7 @@ class Projector:
         return {
             "log": tuple(v[0] for v in logs),
             "hw": tuple(v[1] for v in logs),
+            "hwCheckpoint": tuple(self._hw_checkpoint(r) for r in self.replicas),
             "epochCache": tuple(v[2] for v in logs),
             "recoveryPoint": tuple(v[3] for v in logs),
             "leaderEpoch": tuple(v[0] for v in roles),

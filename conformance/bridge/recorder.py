@@ -47,6 +47,7 @@ from kreplica.impl.messages import (
 )
 from kreplica.impl.network import Envelope
 from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
     Crash,
     DeleteRecords,
     Deliver,
@@ -97,15 +98,24 @@ BROKER_STEPS: dict[type, str] = {
     Restart: "Restart",
     DetectFailure: "ControllerDetectFailure",
     Flush: "Flush",
+    CheckpointHighWatermarks: "CheckpointHighWatermarks",
     FailLogDir: "FailLogDir",
     HaltOnLogDirFailure: "HaltOnLogDirFailure",
 }
 
 
 NO_OPS = frozenset(
-    {"LoseMessage", "Flush", "FailLogDir", "HaltOnLogDirFailure", *IMPL_ONLY_ACTIONS}
+    {
+        "LoseMessage",
+        "Flush",
+        "CheckpointHighWatermarks",
+        "FailLogDir",
+        "HaltOnLogDirFailure",
+        *IMPL_ONLY_ACTIONS,
+    }
 )
-"""Actions whose step may change nothing (a flush of a flushed log, a halt of a broker whose
+"""Actions whose step may change nothing (a flush of a flushed log, a checkpoint of the HW it
+holds, a halt of a broker whose
 log dir has not failed, an ISR change refused): recorded only when the state moves."""
 
 
@@ -315,7 +325,8 @@ class Recorder:
             | HaltOnLogDirFailure
             | Restart
             | DetectFailure
-            | Flush,
+            | Flush
+            | CheckpointHighWatermarks,
         ):
             return BROKER_STEPS[type(step)], {"replica": step.broker}
         if isinstance(step, Elect):
@@ -342,7 +353,7 @@ class Recorder:
                 Event("LeaderShrinkIsr", {"replica": step.broker, "followers": out}, after, text)
             ]
         if isinstance(step, Tick):
-            return self._expiry_events(before, after, text)
+            return self._tick_events(before, after, text)
         if isinstance(step, DeleteRecords):
             return self._delete_records_events(before, after, text)
         if named is None or (after == before and named[0] in NO_OPS):
@@ -382,17 +393,28 @@ class Recorder:
             if before["log"][r - 1] != after["log"][r - 1]
         ]
 
-    def _expiry_events(self, before: State, after: State, text: str) -> list[Event]:
-        """Delayed produces that timed out (REQUEST_TIMED_OUT), one action each."""
+    def _tick_events(self, before: State, after: State, text: str) -> list[Event]:
+        """The clock's work: delayed produces that timed out (REQUEST_TIMED_OUT), then HW
+        checkpoints written, one action each (they change different variables)."""
         gone = sorted(before["pending"] - after["pending"], key=repr)
+        written = [
+            r
+            for r in range(1, len(after["hwCheckpoint"]) + 1)
+            if before["hwCheckpoint"][r - 1] != after["hwCheckpoint"][r - 1]
+        ]
         events: list[Event] = []
         pending = set(before["pending"])
+        checkpoints = before["hwCheckpoint"]
         for p in gone:
             pending.discard(p)
-            state = {**after, "pending": frozenset(pending)}
+            state = {**after, "pending": frozenset(pending), "hwCheckpoint": checkpoints}
             args: Args = {"replica": p["replica"], "record": p["record"]}
             events.append(Event("ExpireDelayedProduce", args, state, text))
-        if not gone and after != before:
+        for r in written:
+            checkpoints = (*checkpoints[: r - 1], after["hwCheckpoint"][r - 1], *checkpoints[r:])
+            state = {**after, "hwCheckpoint": checkpoints}
+            events.append(Event("CheckpointHighWatermarks", {"replica": r}, state, text))
+        if not events and after != before:
             events.append(Event("Unmapped", {}, after, text))
         return events
 

@@ -51,6 +51,7 @@ from kreplica.impl.messages import (
 )
 from kreplica.impl.network import Envelope
 from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
     Crash,
     DeleteRecords,
     Deliver,
@@ -103,6 +104,7 @@ BROKER_STEPS: dict[str, Callable[[int], Step]] = {
     "Restart": Restart,
     "ControllerDetectFailure": DetectFailure,
     "Flush": Flush,
+    "CheckpointHighWatermarks": CheckpointHighWatermarks,
     "FailLogDir": lambda broker: FailLogDir(broker, TP),
     "HaltOnLogDirFailure": HaltOnLogDirFailure,
 }
@@ -141,6 +143,12 @@ class Setup:
     produce_timeout_ms: int = PRODUCE_TIMEOUT_MS
     """The producer's request timeout: a recorded run's own (the simulator's default);
     longer for a TLC trace, whose LeaderShrinkIsr waits must not expire produces."""
+    hw_checkpoint_interval_ms: int | None = (
+        BrokerConfig.replica_high_watermark_checkpoint_interval_ms
+    )
+    """How often the HW checkpoint task runs on the clock: a recorded run's own (the
+    simulator's default); never for a TLC trace, whose CheckpointHighWatermarks actions say
+    when it runs (its ticks must not run it)."""
 
     def cluster(self) -> Cluster:
         """A fresh cluster answering follower fetches at once, as the spec does."""
@@ -148,6 +156,7 @@ class Setup:
             replica_fetch_wait_max_ms=0,
             min_insync_replicas=self.min_insync_replicas,
             replica_fetch_max_bytes=self.fetch_max_records,
+            replica_high_watermark_checkpoint_interval_ms=self.hw_checkpoint_interval_ms,
         )
         if self.batch_max_records is not None:
             config = replace(config, max_message_bytes=self.batch_max_records * RECORD_SIZE_BYTES)
@@ -199,6 +208,7 @@ def setup_from_config(path: Path) -> Setup:
         variant=Variant(bugs=frozenset(bugs), **values),
         min_insync_replicas=int(constant("MinIsr") or 1),
         fetch_max_records=int(constant("MaxFetchRecords") or 1_048_576),
+        hw_checkpoint_interval_ms=None,
     )
 
 

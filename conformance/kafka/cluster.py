@@ -55,6 +55,8 @@ REPLICA_FETCH_WAIT_MAX_MS = 100
 REPLICA_FETCH_BACKOFF_MS = 200
 REPLICA_SOCKET_TIMEOUT_MS = 3000
 """The follower fetchers' settings every broker gets (real.HARNESS_TIMING repeats them)."""
+HW_CHECKPOINT_INTERVAL_MS = 200
+"""replica.high.watermark.checkpoint.interval.ms of every broker (real.HARNESS_TIMING too)."""
 Progress = Callable[[str], None]
 """Told a short line as each node becomes ready ("zookeeper ready", "broker 2 ready", ...)."""
 
@@ -172,7 +174,7 @@ def broker_properties(layout: Layout, broker: int, settings: ClusterSettings) ->
         "replica.fetch.backoff.ms": str(REPLICA_FETCH_BACKOFF_MS),
         "replica.socket.timeout.ms": str(REPLICA_SOCKET_TIMEOUT_MS),
         "controller.socket.timeout.ms": "3000",
-        "replica.high.watermark.checkpoint.interval.ms": "200",
+        "replica.high.watermark.checkpoint.interval.ms": str(HW_CHECKPOINT_INTERVAL_MS),
         "log.flush.offset.checkpoint.interval.ms": "1000",
         "controlled.shutdown.enable": "true",
         "controlled.shutdown.max.retries": "2",

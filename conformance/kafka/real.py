@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.conformance.kafka.cluster import (
+    HW_CHECKPOINT_INTERVAL_MS,
     PARTITION,
     REPLICA_FETCH_BACKOFF_MS,
     REPLICA_FETCH_WAIT_MAX_MS,
@@ -75,10 +76,12 @@ HARNESS_TIMING: dict[str, int | bool] = {
     "replica_fetch_wait_max_ms": REPLICA_FETCH_WAIT_MAX_MS,
     "replica_fetch_backoff_ms": REPLICA_FETCH_BACKOFF_MS,
     "replica_socket_timeout_ms": REPLICA_SOCKET_TIMEOUT_MS,
+    "replica_high_watermark_checkpoint_interval_ms": HW_CHECKPOINT_INTERVAL_MS,
 }
 """The real harness's timeouts, named as simulate.Timing names them (`Timing(**HARNESS_TIMING)`
 models this harness): ZooKeeper session, replica lag, the producer's request and delivery time
-limits and retry back-off, a wait step's default limit, the final settling, the fetchers'."""
+limits and retry back-off, a wait step's default limit, the final settling, the fetchers', the
+HW checkpoint's period."""
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ from kreplica.impl.config import BrokerConfig
 from kreplica.impl.controller import CONTROLLER_ID
 from kreplica.impl.scenario import Scenario
 from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
     Crash,
     Deliver,
     DetectFailure,
@@ -102,6 +103,8 @@ class Timing:
     """replica.fetch.backoff.ms: a fetcher's pause after an error."""
     replica_socket_timeout_ms: int = 30_000
     """replica.socket.timeout.ms: a fetch to a broker that died unanswered fails after this."""
+    replica_high_watermark_checkpoint_interval_ms: int = 5_000
+    """replica.high.watermark.checkpoint.interval.ms: a crash restarts from a HW this old."""
     nemesis_ms: int = 1_000
     """Real time a nemesis step takes after it acts (the harness's own latency)."""
     wait_timeout_ms: int = 120_000
@@ -148,6 +151,9 @@ class KafkaSim:
                 replica_fetch_wait_max_ms=self.timing.replica_fetch_wait_max_ms,
                 replica_fetch_backoff_ms=self.timing.replica_fetch_backoff_ms,
                 replica_socket_timeout_ms=self.timing.replica_socket_timeout_ms,
+                replica_high_watermark_checkpoint_interval_ms=(
+                    self.timing.replica_high_watermark_checkpoint_interval_ms
+                ),
             ),
         )
         self.cluster = self.scenario.cluster
@@ -354,10 +360,12 @@ class KafkaSim:
 
     def shutdown(self, step: Step) -> None:
         """Controlled shutdown: leadership moves to the first live ISR replica, then it stops."""
-        # Composed of Flush + Crash + an immediate DetectFailure: the controller's failure
-        # handling elects the first live ISR replica in assignment order and drops the broker
-        # from the ISR with one epoch bump, as ControlledShutdownLeaderElection does; the broker
-        # closes its ZooKeeper session itself, so there is no session timeout.
+        # Composed of CheckpointHighWatermarks + Flush + Crash (KafkaServer.shutdown: the
+        # ReplicaManager writes every HW, then the LogManager flushes every log) + an immediate
+        # DetectFailure: the controller's failure handling elects the first live ISR replica in
+        # assignment order and drops the broker from the ISR with one epoch bump, as
+        # ControlledShutdownLeaderElection does; the broker closes its ZooKeeper session
+        # itself, so there is no session timeout.
         broker = _broker(step)
         if not self.cluster.is_alive(broker):
             self.note(f"shutdown {broker}: already down")
@@ -366,6 +374,7 @@ class KafkaSim:
             self.note(f"shutdown {broker}: paused or cut from zk, so it dies as if killed")
             self.crash(step)
             return
+        self.cluster.apply(CheckpointHighWatermarks(broker))
         self.cluster.apply(Flush(broker))
         self.cluster.apply(Crash(broker))
         self.world.crashed.add(broker)

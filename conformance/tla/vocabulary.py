@@ -30,6 +30,7 @@ ACTION_ARGS: dict[str, frozenset[str]] = {
     "HaltOnLogDirFailure": frozenset({"replica"}),
     "Restart": frozenset({"replica"}),
     "Flush": frozenset({"replica"}),
+    "CheckpointHighWatermarks": frozenset({"replica"}),
     "LoseMessage": frozenset({"from", "to"}),
 }
 """Every spec action (the trace event names) and the names of its arguments."""
@@ -46,10 +47,10 @@ INIT_ACTION = "Init"
 """The name of the first state's step."""
 
 VARIABLES: tuple[str, ...] = (
-    "log", "hw", "epochCache", "recoveryPoint", "leaderEpoch", "leader", "fetchState", "isr",
-    "remoteLeo", "alive", "logDirOffline", "incarnation", "ctrlLive", "ctrlLeader", "ctrlEpoch",
-    "ctrlIsr", "msgs", "nextRecord", "pending", "acked", "committed", "crashes", "uncleanShutdowns",
-    "removed",
+    "log", "hw", "hwCheckpoint", "epochCache", "recoveryPoint", "leaderEpoch", "leader",
+    "fetchState", "isr", "remoteLeo", "alive", "logDirOffline", "incarnation", "ctrlLive",
+    "ctrlLeader", "ctrlEpoch", "ctrlIsr", "msgs", "nextRecord", "pending", "acked", "committed",
+    "crashes", "uncleanShutdowns", "removed",
 )  # fmt: skip
 """The spec's state variables that a trace records, in the order of its VARIABLES declaration
 (all but `action`, which goes to each state's #meta)."""

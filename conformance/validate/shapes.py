@@ -178,6 +178,7 @@ MESSAGE = msg(
 VARIABLE_SHAPES: dict[str, Shape] = {
     "log": seq(seq(ENTRY)),
     "hw": seq(INT),
+    "hwCheckpoint": seq(INT),
     "epochCache": seq(seq(rec(epoch=INT, startOffset=INT))),
     "recoveryPoint": seq(INT),
     "leaderEpoch": seq(INT),

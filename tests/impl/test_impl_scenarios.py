@@ -55,9 +55,16 @@ def test_s1_kip101_scenario_1_no_loss_with_leader_epochs(truncation: str) -> Non
     assert sc.lost_acked() == []
 
 
-@pytest.mark.parametrize(("truncation", "lost"), [("hw", [2]), ("kip279", [])])
-def test_s1_with_restart_and_unclean_election(truncation: str, lost: list[int]) -> None:
-    """In 2.6 a restarted follower leaves the ISR, so only an unclean election elects it."""
+@pytest.mark.parametrize(
+    ("truncation", "checkpointed", "lost"),
+    [("hw", True, [2]), ("hw", False, [1, 2]), ("kip279", True, []), ("kip279", False, [])],
+)
+def test_s1_with_restart_and_unclean_election(
+    truncation: str, checkpointed: bool, lost: list[int]
+) -> None:
+    """In 2.6 a restarted follower leaves the ISR, so only an unclean election elects it. It
+    restarts with its checkpointed HW: 1 if the checkpoint task ran after B learned it, else 0,
+    and truncation to the HW then cuts m1 too; leader epochs lose nothing either way."""
     sc = Scenario(brokers=2, variant=Variant(truncation=truncation, election="unclean"))
     assert sc.produce(1) == [1]
     sc.send_produce(1)
@@ -66,6 +73,8 @@ def test_s1_with_restart_and_unclean_election(truncation: str, lost: list[int]) 
     sc.fetch(2, respond=False)
     sc.deliver(1, CLIENT_ID)
     assert sc.acked_records() == [1, 2] and sc.hw(2) == 1
+    if checkpointed:
+        sc.checkpoint_high_watermarks(2)
     sc.crash(2)
     sc.restart(2)  # back as a follower, out of the ISR
     assert sc.isr() == (1,)
@@ -83,6 +92,7 @@ def s2_power_outage(truncation: str) -> Scenario:
     sc.flush()
     [m2] = sc.produce(1)
     assert sc.records(1) == sc.records(2) == [m1, m2] and sc.hw(1) == sc.hw(2) == 2
+    sc.checkpoint_high_watermarks()  # both wrote HW 2 to their checkpoint files
     sc.flush(1)  # only A flushed m2
     sc.unclean_shutdown(1, detect=False)
     sc.unclean_shutdown(2, detect=False)
