@@ -106,6 +106,8 @@ class Cluster:
         self.log_managers = {b: LogManager(self.config) for b in self.broker_ids}
         self.incarnations = dict.fromkeys(self.broker_ids, 1)
         self.history: list[Step] = []
+        self._powered_off: set[int] = set()
+        """Brokers down since an UncleanShutdown: their host lost power and sends no close."""
         self._deliver_steps: dict[tuple[int, int], Deliver] = {}
         self._work_steps: dict[tuple[int, int], DoWork] = {}
         self.record_id = 0
@@ -354,18 +356,20 @@ class Cluster:
         broker = self.brokers[broker_id]
         broker.shutdown()
         self.network.drop_to(broker_id)
-        self._break_connections(broker_id)
         if unclean:
+            self._powered_off.add(broker_id)
             self.log_managers[broker_id].recover_all(unclean=True)
+        self._break_connections(broker_id)
 
     def _break_connections(self, dead: int) -> None:
         """If broker `dead` is not running, every running broker's fetcher towards it sees its
         connection broken at once, but across a network partition (R8): the answers already on
         their way still arrive, and any other request fails at the fetcher's next iteration.
         Kafka's NetworkClient gets the close that the dead process's host sends, or a refused
-        connect; across a partition it hears nothing, and the request times out."""
+        connect; across a partition, or from a host that lost power (`_powered_off`), it hears
+        nothing, and the request times out."""
         brokers = self.brokers
-        if dead not in brokers or brokers[dead].alive:
+        if dead not in brokers or brokers[dead].alive or dead in self._powered_off:
             return
         queues, blocked = self.network.queues, self.network.blocked
         for b in self.broker_ids:
@@ -384,6 +388,7 @@ class Cluster:
         if self.brokers[broker_id].alive:
             raise SimulationError(f"broker {broker_id} is running; crash it first")
         self.incarnations[broker_id] += 1
+        self._powered_off.discard(broker_id)
         self.log_managers[broker_id].recover_all(unclean=False)
         self.brokers[broker_id] = self._new_broker(broker_id)
         return self._send_all(CONTROLLER_ID, self.controller.on_broker_startup(broker_id))

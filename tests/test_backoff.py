@@ -47,6 +47,7 @@ from kreplica.impl.steps import (
     ShrinkIsr,
     Step,
     Tick,
+    UncleanShutdown,
 )
 
 TP = TopicPartition("t", 0)
@@ -296,7 +297,7 @@ def test_a_request_whose_leader_died_fails_at_once_and_backs_off() -> None:
     fails at once too (t=1100, delayed until t=2100); every step is judged."""
     rec = recorder()
     leader_dies(rec)
-    before = fetcher_view(rec.cluster, 2, 1)
+    before = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
     assert before is not None and before.connection_broke
     checked(rec, DoWork(2, 1))
     view = fetcher_view(rec.cluster, 2, 1)
@@ -363,7 +364,7 @@ def test_a_request_whose_answer_is_on_its_way_must_wait_for_it(
     request at the crash is named when it fails it; a right one takes the answer."""
     rec = recorder()
     checked(rec, DoWork(2, 1), Deliver(2, 1), Tick(100), Crash(1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
     assert view is not None and view.in_flight is not None and not view.connection_broke
     checked(rec, Deliver(1, 2))  # taken
     rec = recorder()
@@ -386,10 +387,10 @@ def test_a_leader_restarted_since_the_request_was_sent_broke_its_connection() ->
     rec = recorder()
     leader_dies(rec)
     checked(rec, Tick(100), Restart(1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
     assert view is not None and view.connection_broke
     checked(rec, DoWork(2, 1), Tick(BACKOFF), DoWork(2, 1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
     assert view is not None and view.in_flight is not None and not view.connection_broke
     assert view.in_flight.deadline_ms == T0 + 1_200 + TIMEOUT
 
@@ -424,3 +425,16 @@ def test_a_failure_before_the_deadline_is_judged_by_the_connection() -> None:
         whole, replace(whole, in_flight=None, states=waits), [], BACKOFF
     )
     assert name == NAME and "with its connection whole" in reason
+
+
+def test_a_power_loss_is_not_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leader 1 loses power at t=100: its host sends no close, so follower 2's FETCH rightly
+    waits for its deadline; a fetcher that fails it at once is named."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Tick(100), UncleanShutdown(1))
+    assert rec.cluster.brokers[2].workable_fetchers() == []
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    assert view is not None and view.in_flight is not None and not view.connection_broke
+    monkeypatch.setattr(InFlight, "failed", lambda self, now_ms: True)
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and "with its connection whole" in found[1]

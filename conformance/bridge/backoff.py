@@ -10,10 +10,11 @@ answer it takes (the implementation's own bookkeeping: which partitions wait, un
 the request in flight) and holds them to those rules on the simulated clock:
 
 - a request fails at its deadline (replica.socket.timeout.ms after it was sent), or earlier
-  only if its connection broke: its source broker has not run throughout since it was sent
-  (it is down, or was restarted since: Kafka's NetworkClient sees the close, or a refused
-  connect, and `sendAndReceive` throws), and no answer to it is on its way (what the leader
-  sent before it died still arrives) (`connection_broke`);
+  only if its connection broke: the source broker's process died since it was sent, or was
+  dead when it was sent (Kafka's NetworkClient sees the close, or the connect is refused,
+  and `sendAndReceive` or `awaitReady` throws; a host that lost power sends neither), and no
+  answer to it is on its way (what the leader sent before it died still arrives)
+  (`connection_broke`);
 - a request that failed backs every partition it concerned off for exactly
   replica.fetch.backoff.ms from now, unless it was already delayed, and no other (R8);
 - a partition whose back-off has not ended is in no request the step sends;
@@ -24,10 +25,12 @@ the request in flight) and holds them to those rules on the simulated clock:
   (`processFetchRequest`), an OffsetsForLeaderEpoch answer (`truncateToEpochEndOffsets`), and
   the LIST_OFFSETS answer of an out-of-range reset, which also ends the reset
   (`handleOutOfRangeError`, R9);
-- after every step, a running fetcher whose source broker is down, not cut off from it by a
-  network partition, and whose request in flight has no answer on its way, has work: its next
-  iteration fails the request (`unseen_disconnection_violations`; a disconnect is seen at
-  once, not at the request's deadline).
+- after every step, a running fetcher whose source broker is down, and whose request in
+  flight has no answer on its way, has work: its next iteration fails the request
+  (`unseen_disconnection_violations`; a disconnect is seen at once, not at the request's
+  deadline), unless no close can reach it: a network partition cuts it off from the source,
+  or the source lost power (an `UncleanShutdown`: its host sends nothing, and the request
+  times out, as a connect to it does).
 
 Reported as `FetchBackoffOnTime`, like an invariant.
 """
@@ -56,7 +59,7 @@ from kreplica.impl.messages import (
     OffsetsForLeaderEpochResponse,
     TopicPartition,
 )
-from kreplica.impl.steps import Restart, Tick
+from kreplica.impl.steps import Crash, HaltOnLogDirFailure, Restart, Tick, UncleanShutdown
 
 FetcherAnswer = FetchResponse | OffsetsForLeaderEpochResponse | ListOffsetsResponse
 """The answers a follower's fetcher takes: to its FETCH, OffsetsForLeaderEpoch or the
@@ -80,8 +83,12 @@ class FetcherView:
     deadline has passed)."""
 
 
-def fetcher_view(cluster: Cluster, broker: int, source: int) -> FetcherView | None:
-    """The fetcher of `broker` towards `source` now (None: the broker runs no such fetcher)."""
+def fetcher_view(
+    cluster: Cluster, broker: int, source: int, judge_connection: bool = False
+) -> FetcherView | None:
+    """The fetcher of `broker` towards `source` now (None: the broker runs no such fetcher);
+    with `judge_connection`, whether its request in flight may fail early (read back through
+    the cluster's history: only for a view before an iteration)."""
     if not cluster.is_alive(broker):
         return None
     fetcher = cluster.brokers[broker].replica_manager.replica_fetcher_manager.fetcher_for(source)
@@ -94,7 +101,8 @@ def fetcher_view(cluster: Cluster, broker: int, source: int) -> FetcherView | No
         flight,
         dict(fetcher.partition_states.items()),
         frozenset(fetcher.pending_resets),
-        flight is not None
+        judge_connection
+        and flight is not None
         and now < flight.deadline_ms
         and connection_broke(cluster, broker, source, flight),
     )
@@ -114,32 +122,54 @@ def answer_on_its_way(cluster: Cluster, broker: int, source: int, correlation_id
 
 def connection_broke(cluster: Cluster, broker: int, source: int, flight: InFlight) -> bool:
     """True if the request in flight from `broker` to `source` may fail before its deadline
-    (R8): no answer to it is on its way, and `source` has not run throughout since the request
-    was sent (deadline - replica.socket.timeout.ms): it is down now, or it was restarted at or
-    after that time (the cluster's history: the clock moves by its Tick steps only). Its
-    connection then closed or was refused (lenient by a millisecond: a restart in the very
-    millisecond of the send counts, whichever came first)."""
+    (R8): no answer to it is on its way, and the connection it was sent on has closed
+    (`closed_since` the send, deadline - replica.socket.timeout.ms)."""
     if answer_on_its_way(cluster, broker, source, flight.correlation_id):
         return False
-    if not cluster.is_alive(source):
-        return True
     sent_ms = flight.deadline_ms - cluster.config.replica_socket_timeout_ms
+    return closed_since(cluster, source, sent_ms)
+
+
+LIFE_STEPS = (Crash, UncleanShutdown, HaltOnLogDirFailure, Restart)
+"""The steps that end or start a broker's life."""
+
+
+def closed_since(cluster: Cluster, source: int, since_ms: int) -> bool:
+    """True if a connection to broker `source` opened at `since_ms` may have closed by now, or
+    been refused then: a process of `source` died at or after that time, or `source` was down
+    from such a death then (a Crash, a HaltOnLogDirFailure: the host closes the process's
+    connections and refuses new ones). A host that lost power (an UncleanShutdown) closes and
+    refuses nothing: a request to it times out. Read from the cluster's history, where the
+    clock moves by Tick steps only. Lenient: a death in the very millisecond of `since_ms`
+    counts as after it, and so does the death of a later incarnation than the one the
+    connection reached (after a power loss and a restart)."""
     time_ms = cluster.clock.now_ms
     for step in reversed(cluster.history):
-        if time_ms < sent_ms:
-            return False
-        if isinstance(step, Restart) and step.broker == source:
-            return True
         if isinstance(step, Tick):
             time_ms -= step.ms
+        elif isinstance(step, LIFE_STEPS) and step.broker == source:
+            process_death = isinstance(step, Crash | HaltOnLogDirFailure)
+            if time_ms < since_ms or process_death:
+                return process_death
+    return False
+
+
+def lost_power(cluster: Cluster, broker: int) -> bool:
+    """True if `broker`, down, went down by an UncleanShutdown (a power loss) rather than a
+    Crash or a HaltOnLogDirFailure (a process that dies, whose host closes its connections):
+    the last of these steps of its in the cluster's history."""
+    for step in reversed(cluster.history):
+        if isinstance(step, LIFE_STEPS) and step.broker == broker:
+            return isinstance(step, UncleanShutdown)
     return False
 
 
 def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
     """Running fetchers that have not seen their connection break (R8): the source broker is
-    down and not cut off from the fetcher's broker by a network partition, the request in
-    flight has no answer on its way, and yet the fetcher has no work (it would wait for the
-    request's deadline instead of failing it at its next iteration)."""
+    down (a process that died, not a host that lost power: `lost_power`) and not cut off from
+    the fetcher's broker by a network partition, the request in flight has no answer on its
+    way, and yet the fetcher has no work (it would wait for the request's deadline instead of
+    failing it at its next iteration)."""
     down = [b for b in cluster.broker_ids if not cluster.is_alive(b)]
     if not down:
         return []
@@ -158,6 +188,7 @@ def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
                 or (source, broker) in cluster.network.blocked
                 or answer_on_its_way(cluster, broker, source, flight.correlation_id)
                 or fetcher.has_work()
+                or lost_power(cluster, source)
             ):
                 continue
             found.append(

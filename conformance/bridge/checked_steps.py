@@ -195,7 +195,7 @@ def _fetcher_before(
     one (an answer addressed to an earlier incarnation of the broker is dropped on arrival:
     it reaches no fetcher)."""
     if isinstance(step, DoWork):
-        return fetcher_view(cluster, step.broker, step.source), None
+        return fetcher_view(cluster, step.broker, step.source, judge_connection=True), None
     if isinstance(step, Deliver) and step.dst not in (CLIENT, CONTROLLER):
         envelope = cluster.network.peek((step.src, step.dst), step.index)
         if (

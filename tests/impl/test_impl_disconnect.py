@@ -28,6 +28,8 @@ from kreplica.impl.steps import (
     DoWork,
     Drop,
     Elect,
+    FailLogDir,
+    HaltOnLogDirFailure,
     Heal,
     Isolate,
     Produce,
@@ -35,6 +37,7 @@ from kreplica.impl.steps import (
     ShrinkIsr,
     Step,
     Tick,
+    UncleanShutdown,
 )
 
 TP = TopicPartition("t", 0)
@@ -173,6 +176,38 @@ def test_an_offsets_for_leader_epoch_request_fails_at_once() -> None:
     assert (sent[0].dst, sent[0].dst_incarnation) == (1, 2)
     assert c.brokers[2].workable_fetchers() == []
     assert c.brokers[2].next_timer_ms() == T0 + 1_100 + TIMEOUT
+
+
+def test_a_leader_halted_on_a_failed_log_dir_is_seen_to_die() -> None:
+    """LogManager.handleLogDirFailure halts the broker (Exit.halt): its process ends and its
+    host closes its connections, as for a crash."""
+    c = cluster()
+    fetch_in_flight(c)
+    run(c, FailLogDir(1, TP), Tick(100), HaltOnLogDirFailure(1))
+    assert not c.is_alive(1) and c.brokers[2].workable_fetchers() == [1]
+    run(c, DoWork(2, 1))
+    assert delayed_until(c) == T0 + 1_100
+
+
+def test_a_leader_that_loses_power_is_not_heard_to_die() -> None:
+    """A host that loses power (UncleanShutdown) sends no close: the FETCH sent at t=0 fails
+    at its deadline, t=30000, and the partition waits until t=31000. The FETCH then sent is
+    not refused either (the connect would time out): its deadline is t=61000, and a restart
+    of leader 1 at t=31500 does not close the connection to its earlier life."""
+    c = cluster()
+    fetch_in_flight(c)
+    run(c, Tick(100), UncleanShutdown(1))
+    assert c.brokers[2].workable_fetchers() == []
+    assert c.brokers[2].next_timer_ms() == T0 + TIMEOUT
+    run(c, Tick(TIMEOUT - 101))
+    assert c.brokers[2].workable_fetchers() == []
+    run(c, Tick(1), DoWork(2, 1))
+    assert delayed_until(c) == T0 + TIMEOUT + BACKOFF
+    assert kinds(run(c, Tick(BACKOFF), DoWork(2, 1))) == [("FetchRequest", 1)]
+    assert c.brokers[2].workable_fetchers() == []
+    assert c.brokers[2].next_timer_ms() == T0 + 2 * TIMEOUT + BACKOFF
+    run(c, Tick(500), Restart(1))
+    assert c.brokers[2].workable_fetchers() == []
 
 
 def out_of_range(c: Cluster) -> None:
