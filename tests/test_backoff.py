@@ -438,3 +438,11 @@ def test_a_power_loss_is_not_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(InFlight, "failed", lambda self, now_ms: True)
     found = apply_checked(rec, DoWork(2, 1))
     assert found is not None and "with its connection whole" in found[1]
+
+
+def test_a_power_loss_stays_one_when_the_dead_broker_is_crashed_again() -> None:
+    """A Crash of a broker already down (a hand-written schedule) changes nothing: the host
+    that lost power still sends no close, and the judge asks for no early failure."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Tick(100), UncleanShutdown(1), Crash(1))
+    assert rec.cluster.brokers[2].workable_fetchers() == []

@@ -157,11 +157,15 @@ def closed_since(cluster: Cluster, source: int, since_ms: int) -> bool:
 def lost_power(cluster: Cluster, broker: int) -> bool:
     """True if `broker`, down, went down by an UncleanShutdown (a power loss) rather than a
     Crash or a HaltOnLogDirFailure (a process that dies, whose host closes its connections):
-    the last of these steps of its in the cluster's history."""
+    its first such step since its last Restart in the cluster's history (a later one found
+    it down already)."""
+    death = None
     for step in reversed(cluster.history):
         if isinstance(step, LIFE_STEPS) and step.broker == broker:
-            return isinstance(step, UncleanShutdown)
-    return False
+            if isinstance(step, Restart):
+                break
+            death = step
+    return isinstance(death, UncleanShutdown)
 
 
 def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
