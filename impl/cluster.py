@@ -27,9 +27,12 @@ from kreplica.impl.log_manager import LogManager
 from kreplica.impl.messages import (
     FetchPartitionData,
     FetchRequest,
+    FetchResponse,
     ListOffsetsPartition,
     ListOffsetsRequest,
+    ListOffsetsResponse,
     Message,
+    OffsetsForLeaderEpochResponse,
     ProducePartitionData,
     ProduceRequest,
     TopicPartition,
@@ -67,6 +70,10 @@ START_TIME_MS = 1_000_000
 """Simulated time at cluster creation (so that time 0, Kafka's "never", lies in the past)."""
 
 
+FETCHER_ANSWERS = (FetchResponse, OffsetsForLeaderEpochResponse, ListOffsetsResponse)
+"""The answers a leader sends a follower's fetcher."""
+
+
 class SimulationError(RuntimeError):
     """A step that cannot be applied in the current state (e.g. delivering from an empty link)."""
 
@@ -100,6 +107,8 @@ class Cluster:
         self.log_managers = {b: LogManager(self.config) for b in self.broker_ids}
         self.incarnations = dict.fromkeys(self.broker_ids, 1)
         self.history: list[Step] = []
+        self._powered_off: set[int] = set()
+        """Brokers down since an UncleanShutdown: their host lost power and sends no close."""
         self._deliver_steps: dict[tuple[int, int], Deliver] = {}
         self._work_steps: dict[tuple[int, int], DoWork] = {}
         self.record_id = 0
@@ -152,10 +161,13 @@ class Cluster:
         src_incarnation = incarnations.get(src, 0)
         now = self.clock.now_ms
         send = self.network.send
+        brokers = self.brokers
         for dst, payload, dst_incarnation in outgoing:
             if dst_incarnation is None:
                 dst_incarnation = incarnations.get(dst, 0)
             sent.append(send(src, src_incarnation, dst, dst_incarnation, payload, now))
+            if src > 0 and dst > 0 and not brokers[dst].alive:
+                self._break_connections(dst)  # a broker's connect to a dead one is refused
         return sent
 
     def next_record_id(self) -> int:
@@ -209,6 +221,7 @@ class Cluster:
         if isinstance(step, Drop):
             if self.network.drop((step.src, step.dst), step.index) is None:
                 raise SimulationError(f"nothing to drop at {step}")
+            self._break_connections(step.src)  # no longer on its way from a dead leader
             return []
         if isinstance(step, Duplicate):
             if self.network.duplicate((step.src, step.dst), step.index) is None:
@@ -253,6 +266,8 @@ class Cluster:
             return []
         if isinstance(step, Heal):
             self.network.unblock(step.a, step.b)
+            self._break_connections(step.a)
+            self._break_connections(step.b)
             return []
         if isinstance(step, FailLogDir):
             if self.is_alive(step.broker):
@@ -346,12 +361,38 @@ class Cluster:
         broker.shutdown()
         self.network.drop_to(broker_id)
         if unclean:
+            self._powered_off.add(broker_id)
             self.log_managers[broker_id].recover_all(unclean=True)
+        self._break_connections(broker_id)
+
+    def _break_connections(self, dead: int) -> None:
+        """If broker `dead` is not running, every running broker's fetcher towards it sees its
+        connection broken at once, but across a network partition (R8): the answers already on
+        their way still arrive, and any other request fails at the fetcher's next iteration.
+        Kafka's NetworkClient gets the close that the dead process's host sends, or a refused
+        connect; across a partition, or from a host that lost power (`_powered_off`), it hears
+        nothing, and the request times out."""
+        brokers = self.brokers
+        if dead not in brokers or brokers[dead].alive or dead in self._powered_off:
+            return
+        queues, blocked = self.network.queues, self.network.blocked
+        for b in self.broker_ids:
+            broker = brokers[b]
+            if b == dead or not broker.alive or (dead, b) in blocked:
+                continue
+            incarnation = broker.incarnation
+            on_the_way = {
+                e.payload.correlation_id
+                for e in queues.get((dead, b), ())
+                if isinstance(e.payload, FETCHER_ANSWERS) and e.dst_incarnation == incarnation
+            }
+            broker.replica_manager.replica_fetcher_manager.process_disconnection(dead, on_the_way)
 
     def _restart(self, broker_id: int) -> list[Envelope]:
         if self.brokers[broker_id].alive:
             raise SimulationError(f"broker {broker_id} is running; crash it first")
         self.incarnations[broker_id] += 1
+        self._powered_off.discard(broker_id)
         self.log_managers[broker_id].recover_all(unclean=False)
         self.log_managers[broker_id].load_high_watermarks()
         self.brokers[broker_id] = self._new_broker(broker_id)

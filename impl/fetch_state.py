@@ -138,7 +138,14 @@ class InFlight:
 
     correlation_id: int
     deadline_ms: int
+    """When it fails without an answer: sent + replica.socket.timeout.ms (R8)."""
     request: Message
     epochs: dict[TopicPartition, EpochData] | None = None
     session: dict[TopicPartition, FetchPartitionData] | None = None
     reset: OffsetReset | None = None
+    disconnected: bool = False
+    """Its connection broke with no answer on its way: it fails now, not at deadline_ms (R8)."""
+
+    def failed(self, now_ms: int) -> bool:
+        """True once it has failed: disconnected, or unanswered at its deadline (R8)."""
+        return self.disconnected or now_ms >= self.deadline_ms

@@ -3,7 +3,9 @@
 A fetcher thread is an object whose `do_work()` runs one iteration (maybe_truncate, then
 maybe_fetch) and RETURNS the request it wants sent to its source broker; `handle_response()`
 takes the answer. Kafka's thread blocks on each request, so a fetcher has at most one request in
-flight; a request without an answer after replica.socket.timeout.ms fails as a whole.
+flight; a request without an answer after replica.socket.timeout.ms fails as a whole, and so does
+one whose connection breaks first (`process_disconnection`: its source broker died, or was dead
+when it was sent) with no answer on its way, at the next iteration.
 Kafka's out-of-range reset (two blocking LIST_OFFSETS calls inside processFetchRequest) becomes a
 per-partition pending reset: `handle_response()` returns its next LIST_OFFSETS request at once,
 as Kafka's thread makes the call at once, and the reset ends with the last answer.
@@ -12,7 +14,7 @@ as Kafka's thread makes the call at once, and the reset ends with the last answe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -135,13 +137,13 @@ class AbstractFetcherThread(ABC):
     # ---------------------------------------------------------------------------- do_work
 
     def has_work(self) -> bool:
-        """True if do_work() would do something now (send, time out or truncate)."""
+        """True if do_work() would do something now (send, fail a request or truncate)."""
         if not self.is_running:
             return False
         now = self.clock.now_ms
         in_flight = self.in_flight
         if in_flight is not None:
-            return now >= in_flight.deadline_ms
+            return in_flight.failed(now)
         pending = self.pending_resets
         for tp, state in self.partition_states._map.items():
             if tp in pending or (state.delay_until_ms is not None and state.delay_until_ms > now):
@@ -150,10 +152,13 @@ class AbstractFetcherThread(ABC):
         return False
 
     def next_wakeup_ms(self) -> int | None:
-        """The earliest future time at which has_work() may become true by itself."""
+        """The earliest time at which has_work() may become true by itself (now for a request
+        whose connection broke: it fails at once)."""
         if not self.is_running:
             return None
         if self.in_flight is not None:
+            if self.in_flight.disconnected:
+                return self.clock.now_ms
             return self.in_flight.deadline_ms
         delays = [
             s.delay_until_ms
@@ -163,12 +168,13 @@ class AbstractFetcherThread(ABC):
         return min(delays) if delays else None
 
     def do_work(self) -> list[Message]:
-        """One iteration: time out the request in flight, or reset, truncate, fetch (R7, R8)."""
+        """One iteration: fail the request in flight (timed out or disconnected), or else
+        reset, truncate, fetch (R7, R8)."""
         if not self.is_running:
             return []
         in_flight = self.in_flight
         if in_flight is not None:
-            if self.clock.now_ms < in_flight.deadline_ms:
+            if not in_flight.failed(self.clock.now_ms):
                 return []
             self.in_flight = None
             self._handle_request_failure(in_flight)
@@ -214,8 +220,17 @@ class AbstractFetcherThread(ABC):
         )
         return [request]
 
+    def process_disconnection(self, answers_on_the_way: Collection[int]) -> None:
+        """NetworkClient.processDisconnection (R8): the connection to the source broker broke;
+        unless its answer (a correlation id in `answers_on_the_way`) was sent before, the
+        request in flight fails at the next iteration, as sendAndReceive throws on it."""
+        in_flight = self.in_flight
+        if in_flight is not None and in_flight.correlation_id not in answers_on_the_way:
+            in_flight.disconnected = True
+
     def _handle_request_failure(self, in_flight: InFlight) -> None:
-        """A request without an answer: every partition it concerned backs off (R8)."""
+        """A request without an answer (timed out or disconnected, processFetchRequest's catch
+        of Throwable): every partition it concerned backs off (R8)."""
         if in_flight.session is not None:
             self.handle_partitions_with_errors(self.partition_states.partitions())
         elif in_flight.epochs is not None:

@@ -9,7 +9,7 @@ fetcher per source broker (num.replica.fetchers=1) and the set of failed partiti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
 
 from kreplica.impl.clock import SimClock
@@ -259,3 +259,12 @@ class ReplicaFetcherManager:
     def fetcher_for(self, source_broker: int) -> ReplicaFetcherThread | None:
         """The fetcher towards source_broker, if any."""
         return self.fetchers.get(source_broker)
+
+    def process_disconnection(
+        self, source_broker: int, answers_on_the_way: Collection[int]
+    ) -> None:
+        """The connection to source_broker broke: its fetcher, if any, fails its request unless
+        the answer is on its way (NetworkClient.processDisconnection, R8)."""
+        fetcher = self.fetchers.get(source_broker)
+        if fetcher is not None:
+            fetcher.process_disconnection(answers_on_the_way)

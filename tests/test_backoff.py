@@ -18,6 +18,7 @@ from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checke
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
 from kreplica.conformance.bridge.schedule import TP as FUZZ_TP
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.impl.cluster import START_TIME_MS as T0
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.fetch_state import FETCHING, InFlight, OffsetReset, PartitionFetchState
@@ -25,6 +26,7 @@ from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import (
     Errors,
     FetchPartitionResponse,
+    FetchRequest,
     FetchResponse,
     IsolationLevel,
     ListOffsetsPartitionResponse,
@@ -38,11 +40,14 @@ from kreplica.impl.steps import (
     DoWork,
     Drop,
     Elect,
+    Heal,
+    Isolate,
     Produce,
     Restart,
     ShrinkIsr,
     Step,
     Tick,
+    UncleanShutdown,
 )
 
 TP = TopicPartition("t", 0)
@@ -276,3 +281,168 @@ def test_a_timed_out_reset_of_an_earlier_epoch_backs_nothing_off() -> None:
     delayed = replace(unchanged, states={TP: replace(moved, delay_until_ms=31_000 + BACKOFF)})
     [(name, reason)] = backoff_violations(stale, delayed, [], BACKOFF)
     assert name == NAME and "timed out" in reason and "expected None" in reason
+
+
+# ------------------------------------------------------------------- a broken connection
+
+
+def leader_dies(rec: SpecRecorder) -> None:
+    """Follower 2's FETCH goes out at t=0; leader 1 dies at t=100 before answering it."""
+    checked(rec, DoWork(2, 1), Tick(100), Crash(1))
+
+
+def test_a_request_whose_leader_died_fails_at_once_and_backs_off() -> None:
+    """Kafka's network client sees the close: the iteration at t=100 fails the FETCH and
+    delays the partition until t=1100; the FETCH then sent to the dead leader is refused and
+    fails at once too (t=1100, delayed until t=2100); every step is judged."""
+    rec = recorder()
+    leader_dies(rec)
+    before = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    assert before is not None and before.connection_broke
+    checked(rec, DoWork(2, 1))
+    view = fetcher_view(rec.cluster, 2, 1)
+    assert view is not None and view.in_flight is None
+    assert view.states[TP].delay_until_ms == T0 + 1_100
+    checked(rec, Tick(BACKOFF), DoWork(2, 1))
+    assert [type(e.payload).__name__ for e in rec.sent] == ["FetchRequest"]
+    checked(rec, DoWork(2, 1))
+    view = fetcher_view(rec.cluster, 2, 1)
+    assert view is not None and view.states[TP].delay_until_ms == T0 + 2_100
+
+
+def test_a_wrong_back_off_after_a_disconnect_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The partition must wait exactly replica.fetch.backoff.ms from the failure."""
+    rec = recorder()
+    leader_dies(rec)
+    monkeypatch.setattr(
+        AbstractFetcherThread,
+        "handle_partitions_with_errors",
+        lambda self, p: self.delay_partitions(p, BACKOFF + 1),
+    )
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and found[0] == NAME
+    assert "lost its connection at" in found[1]
+    assert f"delayed until {T0 + 1_101}, expected {T0 + 1_100}" in found[1]
+
+
+def test_no_back_off_after_a_disconnect_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    rec = recorder()
+    leader_dies(rec)
+    monkeypatch.setattr(AbstractFetcherThread, "_handle_request_failure", lambda self, f: None)
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and found[0] == NAME
+    assert f"delayed until None, expected {T0 + 1_100}" in found[1]
+
+
+def test_a_disconnect_the_fetcher_does_not_see_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetcher left waiting for its request's deadline (t=30000) after the leader died is
+    named at the crash itself."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Tick(100))
+    monkeypatch.setattr(AbstractFetcherThread, "process_disconnection", lambda self, a: None)
+    found = apply_checked(rec, Crash(1))
+    assert found is not None and found[0] == NAME
+    assert f"to broker 1, down, waits for its deadline {T0 + TIMEOUT}" in found[1]
+
+
+def test_a_request_that_fails_early_with_its_connection_whole_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Leader 1 runs: its follower's FETCH may fail only at its deadline."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Tick(100))
+    monkeypatch.setattr(InFlight, "failed", lambda self, now_ms: True)
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and found[0] == NAME
+    assert f"before its deadline {T0 + TIMEOUT}, with its connection whole" in found[1]
+
+
+def test_a_request_whose_answer_is_on_its_way_must_wait_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The answer leader 1 sent before it died still arrives: a fetcher that gives up on the
+    request at the crash is named when it fails it; a right one takes the answer."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Deliver(2, 1), Tick(100), Crash(1))
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    assert view is not None and view.in_flight is not None and not view.connection_broke
+    checked(rec, Deliver(1, 2))  # taken
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Deliver(2, 1), Tick(100))
+
+    def ignore_answers(self: AbstractFetcherThread, answers: object) -> None:
+        if self.in_flight is not None:
+            self.in_flight.disconnected = True
+
+    monkeypatch.setattr(AbstractFetcherThread, "process_disconnection", ignore_answers)
+    checked(rec, Crash(1))
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and "with its connection whole" in found[1]
+
+
+def test_a_leader_restarted_since_the_request_was_sent_broke_its_connection() -> None:
+    """Leader 1 dies at t=100 and is back at t=200 before its follower's next iteration:
+    the request sent at t=0 went to the dead incarnation, so it may fail at t=200; the FETCH
+    sent at t=1200 goes to the new one, and may not fail early."""
+    rec = recorder()
+    leader_dies(rec)
+    checked(rec, Tick(100), Restart(1))
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    assert view is not None and view.connection_broke
+    checked(rec, DoWork(2, 1), Tick(BACKOFF), DoWork(2, 1))
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    assert view is not None and view.in_flight is not None and not view.connection_broke
+    assert view.in_flight.deadline_ms == T0 + 1_200 + TIMEOUT
+
+
+def test_across_a_network_partition_a_death_may_go_unseen() -> None:
+    """Follower 2 is cut off from leader 1 when it dies: it need not see the close (its
+    FETCH times out); once healed, it must."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Isolate(1, 2), Tick(100), Crash(1))
+    assert rec.cluster.brokers[2].workable_fetchers() == []
+    checked(rec, Heal(1, 2))
+    assert rec.cluster.brokers[2].workable_fetchers() == [1]
+    checked(rec, DoWork(2, 1))
+
+
+def test_a_failure_before_the_deadline_is_judged_by_the_connection() -> None:
+    """Views made by hand: a FETCH sent at 1000 fails at 1500, before its deadline; with its
+    connection broken, the partition must wait until 2500; with it whole, it must not fail."""
+    state = PartitionFetchState(0, 0, 0, None, FETCHING)
+    request = FetchRequest(7, 2, 0, 1, 10_485_760, IsolationLevel.READ_UNCOMMITTED, ())
+    flight = InFlight(7, 1_000 + TIMEOUT, request, session={})
+    broken = FetcherView(1_500, True, flight, {TP: state}, frozenset(), connection_broke=True)
+    waits = {TP: replace(state, delay_until_ms=2_500)}
+    assert (
+        backoff_violations(broken, replace(broken, in_flight=None, states=waits), [], BACKOFF) == []
+    )
+    assert backoff_violations(broken, broken, [], BACKOFF) == []  # still waiting: not judged
+    [(name, reason)] = backoff_violations(broken, replace(broken, in_flight=None), [], BACKOFF)
+    assert name == NAME and "lost its connection at 1500 ms" in reason
+    whole = replace(broken, connection_broke=False)
+    [(name, reason)] = backoff_violations(
+        whole, replace(whole, in_flight=None, states=waits), [], BACKOFF
+    )
+    assert name == NAME and "with its connection whole" in reason
+
+
+def test_a_power_loss_is_not_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leader 1 loses power at t=100: its host sends no close, so follower 2's FETCH rightly
+    waits for its deadline; a fetcher that fails it at once is named."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Tick(100), UncleanShutdown(1))
+    assert rec.cluster.brokers[2].workable_fetchers() == []
+    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    assert view is not None and view.in_flight is not None and not view.connection_broke
+    monkeypatch.setattr(InFlight, "failed", lambda self, now_ms: True)
+    found = apply_checked(rec, DoWork(2, 1))
+    assert found is not None and "with its connection whole" in found[1]
+
+
+def test_a_power_loss_stays_one_when_the_dead_broker_is_crashed_again() -> None:
+    """A Crash of a broker already down (a hand-written schedule) changes nothing: the host
+    that lost power still sends no close, and the judge asks for no early failure."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Tick(100), UncleanShutdown(1), Crash(1))
+    assert rec.cluster.brokers[2].workable_fetchers() == []

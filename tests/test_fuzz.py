@@ -111,10 +111,10 @@ def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
     """KAFKA-7128 (`no-leso-guard`) rarely loses data in a default run, but its ISR join below
     the new leader's epoch start breaks IsrJoinsCaughtUp (R11) at the join itself."""
     [target] = [t for t in TARGETS if t.word == "no-leso-guard"]
-    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=2, shrink=False)
+    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=25, shrink=False)
     assert result.failure is not None and result.failure.invariant == "IsrJoinsCaughtUp"
     assert "joined leader" in result.failure.reason
-    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=2, shrink=False).failure is None
+    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=25, shrink=False).failure is None
 
 
 def test_the_fuzzer_takes_only_answers_that_are_on_the_network() -> None:
@@ -241,7 +241,7 @@ DETECTED = {
     "skip-same-leader-truncation": (9, 100),
     "hw-not-clamped": (0, 100),
     "truncation=kip101": (1, 100),
-    "truncation=hw": (2, 200),
+    "truncation=hw": (7, 100),
     "election=unclean": (0, 100),
     "acks=1": (0, 100),
     "fencing=off": (2, 800),

@@ -100,3 +100,22 @@ def test_a_restart_forgets_a_leader_epoch_without_records() -> None:
     rec.apply(Crash(1))
     assert names(rec.apply(Restart(1))) == ["Restart"]
     assert rec.state["epochCache"][0] == ()
+
+
+def test_a_request_whose_leader_died_fails_unseen_by_the_spec() -> None:
+    """Leader 1 dies with follower 2's FETCH unanswered: the iteration that fails it at once
+    changes no spec variable (recorded as hidden before the next action: in the spec the
+    request left msgs with the leader, and the follower awaits nothing); after the back-off,
+    its FETCH to the dead leader is a FollowerSendFetch that never enters msgs."""
+    _, rec = recorder()
+    assert names(rec.apply(DoWork(2, 1))) == ["FollowerTruncateToHighWatermark"]
+    assert names(rec.apply(Crash(1))) == ["Crash"]
+    assert rec.state["msgs"] == frozenset()
+    before = rec.state
+    assert rec.apply(DoWork(2, 1)) == []  # the request fails, and the partition backs off
+    assert rec.state == before and rec.hidden == [DoWork(2, 1)]
+    assert rec.apply(DoWork(2, 1)) == []  # backing off: nothing to do
+    rec.apply(Tick(BACKOFF))
+    [send] = rec.apply(DoWork(2, 1))
+    assert send.action == "FollowerSendFetch" and send.state["msgs"] == frozenset()
+    assert send.hidden == (DoWork(2, 1), DoWork(2, 1), Tick(BACKOFF))

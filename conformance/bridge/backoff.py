@@ -9,7 +9,13 @@ This check reads a fetcher's partition states just before and after one `DoWork`
 answer it takes (the implementation's own bookkeeping: which partitions wait, until when, and
 the request in flight) and holds them to those rules on the simulated clock:
 
-- a request that timed out backs every partition it concerned off for exactly
+- a request fails at its deadline (replica.socket.timeout.ms after it was sent), or earlier
+  only if its connection broke: the source broker's process died since it was sent, or was
+  dead when it was sent (Kafka's NetworkClient sees the close, or the connect is refused,
+  and `sendAndReceive` or `awaitReady` throws; a host that lost power sends neither), and no
+  answer to it is on its way (what the leader sent before it died still arrives)
+  (`connection_broke`);
+- a request that failed backs every partition it concerned off for exactly
   replica.fetch.backoff.ms from now, unless it was already delayed, and no other (R8);
 - a partition whose back-off has not ended is in no request the step sends;
 - an iteration with no request in flight and a partition ready (Fetching or Truncating, due,
@@ -18,7 +24,13 @@ the request in flight) and holds them to those rules on the simulated clock:
   replica.fetch.backoff.ms from now (`answer_violations`): a FETCH answer
   (`processFetchRequest`), an OffsetsForLeaderEpoch answer (`truncateToEpochEndOffsets`), and
   the LIST_OFFSETS answer of an out-of-range reset, which also ends the reset
-  (`handleOutOfRangeError`, R9).
+  (`handleOutOfRangeError`, R9);
+- after every step, a running fetcher whose source broker is down, and whose request in
+  flight has no answer on its way, has work: its next iteration fails the request
+  (`unseen_disconnection_violations`; a disconnect is seen at once, not at the request's
+  deadline), unless no close can reach it: a network partition cuts it off from the source,
+  or the source lost power (an `UncleanShutdown`: its host sends nothing, and the request
+  times out, as a connect to it does).
 
 Reported as `FetchBackoffOnTime`, like an invariant.
 """
@@ -47,6 +59,7 @@ from kreplica.impl.messages import (
     OffsetsForLeaderEpochResponse,
     TopicPartition,
 )
+from kreplica.impl.steps import Crash, HaltOnLogDirFailure, Restart, Tick, UncleanShutdown
 
 FetcherAnswer = FetchResponse | OffsetsForLeaderEpochResponse | ListOffsetsResponse
 """The answers a follower's fetcher takes: to its FETCH, OffsetsForLeaderEpoch or the
@@ -65,22 +78,132 @@ class FetcherView:
     in_flight: InFlight | None
     states: dict[TopicPartition, PartitionFetchState]
     pending_resets: frozenset[TopicPartition]
+    connection_broke: bool = False
+    """The request in flight may fail before its deadline (`connection_broke`; False once the
+    deadline has passed)."""
 
 
-def fetcher_view(cluster: Cluster, broker: int, source: int) -> FetcherView | None:
-    """The fetcher of `broker` towards `source` now (None: the broker runs no such fetcher)."""
+def fetcher_view(
+    cluster: Cluster, broker: int, source: int, judge_connection: bool = False
+) -> FetcherView | None:
+    """The fetcher of `broker` towards `source` now (None: the broker runs no such fetcher);
+    with `judge_connection`, whether its request in flight may fail early (read back through
+    the cluster's history: only for a view before an iteration)."""
     if not cluster.is_alive(broker):
         return None
     fetcher = cluster.brokers[broker].replica_manager.replica_fetcher_manager.fetcher_for(source)
     if fetcher is None:
         return None
+    flight, now = fetcher.in_flight, cluster.clock.now_ms
     return FetcherView(
-        cluster.clock.now_ms,
+        now,
         fetcher.is_running,
-        fetcher.in_flight,
+        flight,
         dict(fetcher.partition_states.items()),
         frozenset(fetcher.pending_resets),
+        judge_connection
+        and flight is not None
+        and now < flight.deadline_ms
+        and connection_broke(cluster, broker, source, flight),
     )
+
+
+def answer_on_its_way(cluster: Cluster, broker: int, source: int, correlation_id: int) -> bool:
+    """True if an answer from `source` to the request `correlation_id` of `broker`'s current
+    incarnation is on the network (sent, not yet delivered or lost)."""
+    incarnation = cluster.incarnation(broker)
+    return any(
+        isinstance(e.payload, FetcherAnswer)
+        and e.payload.correlation_id == correlation_id
+        and e.dst_incarnation == incarnation
+        for e in cluster.network.queues.get((source, broker), ())
+    )
+
+
+def connection_broke(cluster: Cluster, broker: int, source: int, flight: InFlight) -> bool:
+    """True if the request in flight from `broker` to `source` may fail before its deadline
+    (R8): no answer to it is on its way, and the connection it was sent on has closed
+    (`closed_since` the send, deadline - replica.socket.timeout.ms)."""
+    if answer_on_its_way(cluster, broker, source, flight.correlation_id):
+        return False
+    sent_ms = flight.deadline_ms - cluster.config.replica_socket_timeout_ms
+    return closed_since(cluster, source, sent_ms)
+
+
+LIFE_STEPS = (Crash, UncleanShutdown, HaltOnLogDirFailure, Restart)
+"""The steps that end or start a broker's life."""
+
+
+def closed_since(cluster: Cluster, source: int, since_ms: int) -> bool:
+    """True if a connection to broker `source` opened at `since_ms` may have closed by now, or
+    been refused then: a process of `source` died at or after that time, or `source` was down
+    from such a death then (a Crash, a HaltOnLogDirFailure: the host closes the process's
+    connections and refuses new ones). A host that lost power (an UncleanShutdown) closes and
+    refuses nothing: a request to it times out. Read from the cluster's history, where the
+    clock moves by Tick steps only. Lenient: a death in the very millisecond of `since_ms`
+    counts as after it, and so does the death of a later incarnation than the one the
+    connection reached (after a power loss and a restart)."""
+    time_ms = cluster.clock.now_ms
+    for step in reversed(cluster.history):
+        if isinstance(step, Tick):
+            time_ms -= step.ms
+        elif isinstance(step, LIFE_STEPS) and step.broker == source:
+            process_death = isinstance(step, Crash | HaltOnLogDirFailure)
+            if time_ms < since_ms or process_death:
+                return process_death
+    return False
+
+
+def lost_power(cluster: Cluster, broker: int) -> bool:
+    """True if `broker`, down, went down by an UncleanShutdown (a power loss) rather than a
+    Crash or a HaltOnLogDirFailure (a process that dies, whose host closes its connections):
+    its first such step since its last Restart in the cluster's history (a later one found
+    it down already)."""
+    death = None
+    for step in reversed(cluster.history):
+        if isinstance(step, LIFE_STEPS) and step.broker == broker:
+            if isinstance(step, Restart):
+                break
+            death = step
+    return isinstance(death, UncleanShutdown)
+
+
+def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
+    """Running fetchers that have not seen their connection break (R8): the source broker is
+    down (a process that died, not a host that lost power: `lost_power`) and not cut off from
+    the fetcher's broker by a network partition, the request in flight has no answer on its
+    way, and yet the fetcher has no work (it would wait for the request's deadline instead of
+    failing it at its next iteration)."""
+    down = [b for b in cluster.broker_ids if not cluster.is_alive(b)]
+    if not down:
+        return []
+    found = []
+    for broker in cluster.broker_ids:
+        if broker in down:
+            continue
+        manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
+        for source in down:
+            fetcher = manager.fetcher_for(source)
+            flight = fetcher.in_flight if fetcher is not None else None
+            if (
+                fetcher is None
+                or flight is None
+                or not fetcher.is_running
+                or (source, broker) in cluster.network.blocked
+                or answer_on_its_way(cluster, broker, source, flight.correlation_id)
+                or fetcher.has_work()
+                or lost_power(cluster, source)
+            ):
+                continue
+            found.append(
+                (
+                    NAME,
+                    f"broker {broker}'s request {flight.correlation_id} to broker {source}, "
+                    f"down, waits for its deadline {flight.deadline_ms} at "
+                    f"{cluster.clock.now_ms} ms: its connection broke with no answer on its way",
+                )
+            )
+    return found
 
 
 def _delayed(state: PartitionFetchState, now_ms: int) -> bool:
@@ -104,9 +227,22 @@ def backoff_violations(
     if before is None or after is None or not before.running:
         return []
     now = before.now_ms
-    if before.in_flight is not None:
-        if now < before.in_flight.deadline_ms:
-            return []
+    flight = before.in_flight
+    if flight is not None:
+        if now < flight.deadline_ms:
+            waits = after.in_flight is not None and (
+                after.in_flight.correlation_id == flight.correlation_id
+            )
+            if waits:
+                return []
+            if not before.connection_broke:
+                return [
+                    (
+                        NAME,
+                        f"a request failed at {now} ms, before its deadline "
+                        f"{flight.deadline_ms}, with its connection whole",
+                    )
+                ]
         return _request_failure(before, after, backoff_ms)
     asked = set().union(*(_partitions_of(m) for m in sent)) if sent else set()
     early = sorted(
@@ -262,10 +398,10 @@ def _named(what: str, now_ms: int, wrong: list[str], expected: int) -> list[tupl
 def _request_failure(
     before: FetcherView, after: FetcherView, backoff_ms: int
 ) -> list[tuple[str, str]]:
-    """A request that timed out: the tracked partitions it concerned back off from now (R8),
-    except those already delayed; those whose leader epoch moved since it was sent (an
-    OffsetsForLeaderEpoch, a reset's LIST_OFFSETS) are not concerned, and no partition it
-    does not concern changes its back-off."""
+    """A request that failed (timed out, or its connection broke): the tracked partitions it
+    concerned back off from now (R8), except those already delayed; those whose leader epoch
+    moved since it was sent (an OffsetsForLeaderEpoch, a reset's LIST_OFFSETS) are not
+    concerned, and no partition it does not concern changes its back-off."""
     assert before.in_flight is not None
     flight, now = before.in_flight, before.now_ms
     if flight.session is not None:
@@ -294,5 +430,6 @@ def _request_failure(
         if then is not None and then.delay_until_ms != expected:
             wrong.append(f"{tp} delayed until {then.delay_until_ms}, expected {expected}")
     if wrong:
-        return [(NAME, f"a request timed out at {now} ms: " + "; ".join(wrong))]
+        what = "timed out" if now >= flight.deadline_ms else "lost its connection"
+        return [(NAME, f"a request {what} at {now} ms: " + "; ".join(wrong))]
     return []

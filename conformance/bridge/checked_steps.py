@@ -16,6 +16,7 @@ from kreplica.conformance.bridge.backoff import (
     answer_violations,
     backoff_violations,
     fetcher_view,
+    unseen_disconnection_violations,
 )
 from kreplica.conformance.bridge.client_answers import (
     client_answer_violations,
@@ -194,7 +195,7 @@ def _fetcher_before(
     one (an answer addressed to an earlier incarnation of the broker is dropped on arrival:
     it reaches no fetcher)."""
     if isinstance(step, DoWork):
-        return fetcher_view(cluster, step.broker, step.source), None
+        return fetcher_view(cluster, step.broker, step.source, judge_connection=True), None
     if isinstance(step, Deliver) and step.dst not in (CLIENT, CONTROLLER):
         envelope = cluster.network.peek((step.src, step.dst), step.index)
         if (
@@ -235,8 +236,12 @@ def _timing_violations(
     isr_in_flight: bool,
 ) -> list[Violation]:
     """Kafka's timing rules on the simulated clock: a fetcher iteration's or an answer's
-    back-off (`backoff`), an ISR shrink's lag time (`lag_times`)."""
+    back-off, a broken connection seen at once (`backoff`), an ISR shrink's lag time
+    (`lag_times`)."""
     cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
+    unseen = unseen_disconnection_violations(cluster)
+    if unseen:
+        return unseen
     if isinstance(step, DoWork):
         after = fetcher_view(cluster, step.broker, step.source)
         return backoff_violations(fetcher, after, [e.payload for e in recorder.sent], backoff)
