@@ -55,8 +55,8 @@ demo: venv java kafka
 	$(BIN)/kreplica check --suite ci --jobs 2
 
 lint: venv
-	$(BIN)/ruff check impl conformance tests src/kreplica/__init__.py
-	$(BIN)/ruff format --check impl conformance tests src/kreplica/__init__.py
+	$(BIN)/ruff check impl conformance tests traces src/kreplica/__init__.py
+	$(BIN)/ruff format --check impl conformance tests traces src/kreplica/__init__.py
 
 typecheck: venv
 	MYPYPATH=src $(BIN)/mypy -p kreplica

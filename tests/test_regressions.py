@@ -72,3 +72,30 @@ def test_kreplica_replay_reads_the_fuzz_set_up(name: str) -> None:
     result = CliRunner().invoke(replay_command, [str(REGRESSIONS / f"{name}.itf.json")])
     assert result.exit_code == 0, result.output
     assert "conforms" in result.output
+
+
+def test_the_saved_traces_are_what_their_schedules_record_now(tmp_path: Path) -> None:
+    """traces/record_regressions.py rewrites each trace from its schedule: the committed ones
+    are exactly what it writes (re-record them when the spec's variables change)."""
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "traces"
+    shutil.copytree(REGRESSIONS.parent, copy, ignore=shutil.ignore_patterns("golden"))
+    done = subprocess.run(
+        [sys.executable, str(copy / "record_regressions.py")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    for path in sorted(REGRESSIONS.glob("*.itf.json")):
+        assert (copy / "regressions" / path.name).read_text() == path.read_text(), path.name
+    missing = subprocess.run(
+        [sys.executable, str(copy / "record_regressions.py"), "no-such-run"],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"traces/record_regressions.py: error: no schedule "
+        f"{copy / 'regressions' / 'no-such-run.schedule.json'}"
+    ]
