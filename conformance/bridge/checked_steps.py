@@ -115,13 +115,15 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
     `invariants` False, only exceptions count): the spec's invariants after each spec action
     (no idle fetcher after a LeaderAndIsr, the HW a follower's fetch sets by Kafka's clock),
     an ISR change proposed under isr=alter-partition, then Kafka's timing rules (`backoff`,
-    `lag_times`), then the client's answers and requests (`client_answers`).
+    `lag_times`, `checkpoint_times`), then the client's answers and requests
+    (`client_answers`).
 
     An exception from the simulator is a finding too: it is reported as IMPLEMENTATION_ERROR.
     """
     before = recorder.state
     fetcher, answer = _fetcher_before(recorder.cluster, step)
     isr_in_flight = _isr_change_in_flight(recorder, step)
+    started = recorder.checkpoint_times.starts(step)
     try:
         events = recorder.apply(step)
     except Exception as err:
@@ -132,6 +134,7 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         _event_violations(recorder, events, before)
         or _proposal_violations(recorder, before)
         or _timing_violations(recorder, step, before, fetcher, answer, isr_in_flight)
+        or recorder.checkpoint_times.violations(step, started, before, recorder.state)
         or client_violations(recorder)
     )
     return found[0] if found else None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kreplica.conformance.bridge.checkpoint_times import CheckpointTimes
 from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.lag_times import LagTimes
 from kreplica.conformance.bridge.projection import (
@@ -196,6 +197,8 @@ class Recorder:
         self.lag_times = LagTimes(cluster.broker_ids, cluster.config.replica_lag_time_max_ms)
         """Kafka's caught-up times of the followers, as the recorded actions imply them."""
         self.lag_times.start(self.state, cluster.clock.now_ms)
+        self.checkpoint_times = CheckpointTimes(cluster, self.state)
+        """The HW checkpoint task's schedule, as the steps imply it (`checked_steps` judges)."""
         self.arrivals: dict[int, Arrival] = {}
         """The client's requests that reached a broker, by correlation id."""
         self.arrived: int | None = None
