@@ -20,16 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kreplica.conformance.bridge.projection import CONTROLLER, State
+from kreplica.conformance.bridge.projection import CONTROLLER, NOT_HOSTED, State
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import LeaderAndIsrRequest
 from kreplica.impl.steps import CheckpointHighWatermarks, Deliver, Step, Tick
 
 NAME = "HwCheckpointOnTime"
 """The name a checkpoint written at the wrong time is reported under."""
-
-NOT_HOSTED = -2
-"""The spec's leaderEpoch of a broker that hosts no Partition."""
 
 
 @dataclass
