@@ -116,8 +116,8 @@ NO_OPS = frozenset(
     }
 )
 """Actions whose step may change nothing (a flush of a flushed log, a checkpoint of the HW it
-holds, a halt of a broker whose
-log dir has not failed, an ISR change refused): recorded only when the state moves."""
+holds, a halt of a broker whose log dir has not failed, an ISR change refused): recorded only
+when the state moves."""
 
 
 @dataclass(frozen=True)
