@@ -41,7 +41,13 @@ from kreplica.conformance.validate.sources import (
     read_share,
     split_file,
 )
-from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams, check_texts
+from kreplica.conformance.validate.tracecheck import (
+    CheckSettings,
+    SpecParams,
+    check_texts,
+    full_prepare,
+    prepare,
+)
 
 pytestmark = pytest.mark.tlc
 SPARK_MASTER = "local[2,2]"
@@ -153,6 +159,25 @@ def test_corrupt_files_each_get_one_row(data: st.DataObject) -> None:
         assert result.verdict in {"conforms", "violates", "error"}
         if text == good:
             assert result.verdict == "conforms"
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [({"min_insync_replicas": 2}, 2), ({}, None), ({"min_insync_replicas": True}, None),
+     ({"min_insync_replicas": 0}, None), ({"min_insync_replicas": "2"}, None)],
+)  # fmt: skip
+def test_a_traces_min_isr_is_read_from_its_meta_by_both_readers(
+    meta: dict[str, Any], expected: int | None
+) -> None:
+    """The min.insync.replicas a trace records (kreplica fuzz writes it per run) is what its
+    batch is checked under; the fast path (the Java reader's) finds it in the text, after a
+    nested object and whatever the key order, as the full decode does."""
+    golden = Path(__file__).resolve().parent.parent / "traces" / "golden"
+    trace = json.loads((golden / "Acks1Loss.itf.json").read_text())
+    trace["#meta"] = {"dimensions": {"acks": "1"}, **meta, "description": "x"}
+    text = json.dumps(trace)
+    assert prepare("t", text, fast=True).min_isr == expected
+    assert full_prepare("t", text).min_isr == expected
 
 
 # ---------------------------------------------------------------- reading byte ranges

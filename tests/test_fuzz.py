@@ -28,7 +28,7 @@ from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json,
 from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
 from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.setup import DEFAULT_STEPS, FuzzSetup
+from kreplica.conformance.fuzz.setup import CONFIG, DEFAULT_STEPS, DURABLE_MIN_ISR, FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.impl.messages import IsolationLevel
@@ -229,6 +229,22 @@ def test_a_saved_failure_replays_from_its_files(tmp_path: Path) -> None:
     assert trace.meta["variant"] == {"dimensions": {"acks": "1"}, "bugs": []}
     assert len(trace.meta["impl_steps"]) == len(schedule.steps)
     assert len(trace.states) - 1 == result.failure.spec_actions <= 15
+
+
+def test_a_durable_runs_failure_keeps_its_min_isr(tmp_path: Path) -> None:
+    """A failure found in a run of Kafka's durable set-up is saved with that run's broker
+    config: its schedule replays on brokers with min.insync.replicas 2, and its trace says
+    so (`kreplica conform` checks it under MinIsr 2)."""
+    setup = FuzzSetup(variant=parse_variant(["acks=1"]))
+    found = run_fuzz(setup, examples=300, max_steps=40, seed_value=3)
+    assert found.failure is not None
+    durable = replace(CONFIG, min_insync_replicas=DURABLE_MIN_ISR)
+    result = replace(found, failure=replace(found.failure, config=durable))
+    trace_path, schedule_path = save_failure(result, tmp_path)
+    assert read_schedule(schedule_path).config == durable
+    assert read_trace(trace_path).meta["min_insync_replicas"] == DURABLE_MIN_ISR
+    _, default_path = save_failure(found, tmp_path / "default")
+    assert read_schedule(default_path).config == CONFIG
 
 
 # ---------------------------------------------------------------- every bug is found

@@ -121,6 +121,61 @@ def test_every_fuzz_trace_conforms(corpus: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
+def refused_for_few_replicas(trace: dict[str, Any]) -> bool:
+    """Some acks=-1 produce to a leader whose ISR was itself alone left its log as it was:
+    NOT_ENOUGH_REPLICAS under min.insync.replicas 2 (its log dir still working)."""
+    for before, after in itertools.pairwise(trace["states"]):
+        meta = after["#meta"]
+        if meta.get("action") == "Produce" and meta["args"]["acks"] == -1:
+            leader = meta["args"]["replica"]
+            alone = len(before["isr"][leader - 1]["#set"]) < 2
+            working = leader not in before["logDirOffline"]["#set"]
+            if alone and working and before["log"][leader - 1] == after["log"][leader - 1]:
+                return True
+    return False
+
+
+def test_durable_runs_are_checked_under_their_own_min_isr(tmp_path: Path) -> None:
+    """Half the runs of three replicas take Kafka's durable set-up (min.insync.replicas 2);
+    each trace records its value, and `kreplica conform` checks it under that MinIsr: the
+    durable runs whose producers were refused for too small an ISR conform as recorded, and
+    are rejected when relabelled as runs with 1 (R14). (Seed 0's 80 runs hold such
+    refusals.)"""
+    path = tmp_path / "corpus.jsonl"
+    result = cli(
+        "fuzz", "--examples", "80", "--steps", "40", "--seed", "0", "--no-shrink",
+        "--corpus", str(path), "--out", str(tmp_path / "f"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    found = traces(path)
+    durable = [t for t in found if t["#meta"]["min_insync_replicas"] == 2]
+    assert durable and len(durable) < len(found)
+    refused = [t for t in durable if refused_for_few_replicas(t)]
+    assert refused
+    as_recorded, relabelled = tmp_path / "refused.jsonl", tmp_path / "as-if-min-isr-1.jsonl"
+    as_recorded.write_text("".join(json.dumps(t) + "\n" for t in refused))
+    relabelled.write_text(
+        "".join(
+            json.dumps({**t, "#meta": {**t["#meta"], "min_insync_replicas": 1}}) + "\n"
+            for t in refused
+        )
+    )
+    result = cli(
+        "conform", str(as_recorded), "--no-spark", "--workers", "1", "--out", str(tmp_path / "a")
+    )
+    assert result.exit_code == 0, result.output
+    result = cli(
+        "conform", str(relabelled), "--no-spark", "--workers", "1", "--out", str(tmp_path / "r")
+    )
+    assert result.exit_code == 1, result.output
+    rows = [json.loads(line) for line in (tmp_path / "r" / "results.json").read_text().splitlines()]
+    assert len(rows) == len(refused)
+    assert all(r["verdict"] == "violates" for r in rows)
+    # the first step MinIsr decides: the refusal, or an earlier produce completed without
+    # an ack when the ISR shrank below it (NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    assert "Produce" in {r["action"] for r in rows}
+
+
 def test_a_variants_out_of_range_reset_conforms(tmp_path: Path) -> None:
     """truncation=hw (pre-KIP-101): a follower that truncated to its HW fetches past a new
     leader's LEO, gets OFFSET_OUT_OF_RANGE and resets with LIST_OFFSETS (R9), sent at once as

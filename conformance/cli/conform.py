@@ -300,7 +300,8 @@ def _first_line(err: Exception) -> str:
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="min.insync.replicas the traces were recorded with (MinIsr).",
+    help="min.insync.replicas (MinIsr) of the traces whose #meta does not record it "
+    "(kreplica fuzz records it in each trace).",
 )
 @click.option(
     "--fetch-max-records",

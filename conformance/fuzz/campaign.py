@@ -31,7 +31,6 @@ from kreplica.conformance.fuzz.machine import Failure, FuzzFailure, ReplicationM
 from kreplica.conformance.fuzz.reproducible import local_constants_off
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
-    CONFIG,
     FETCH_MAX_RECORDS,
     FuzzSetup,
 )
@@ -135,16 +134,16 @@ def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
     """The failing run Hypothesis reported, minimised, with its trace. A liveness failure is
     kept as Hypothesis shrank it: a replay checks invariants only, so `minimize` could not
     tell that it still fails."""
-    schedule = replace(setup.schedule(err.steps), violation=err.violation)
+    schedule = replace(setup.schedule(err.steps, err.config), violation=err.violation)
     if err.violation[0] in LIVENESS:
         trace = replay(schedule, invariants=setup.invariants).trace
-        return Failure(*err.violation, err.steps, trace, len(err.steps))
+        return Failure(*err.violation, err.steps, trace, len(err.steps), err.config)
     checks = setup.invariants
     schedule = minimize(schedule, fuzzer_may_take, invariants=checks)
     result = replay(schedule, invariants=checks)
     violation = result.violation or err.violation
     steps = schedule.steps[: result.steps_applied]
-    return Failure(violation[0], violation[1], steps, result.trace, len(err.steps))
+    return Failure(violation[0], violation[1], steps, result.trace, len(err.steps), err.config)
 
 
 # ---------------------------------------------------------------- saving
@@ -160,7 +159,8 @@ def failure_schedule(result: FuzzResult) -> Schedule:
         "examples": result.examples,
         "max_steps": result.max_steps,
     }
-    return replace(result.setup.schedule(f.steps), violation=(f.invariant, f.reason), meta=meta)
+    schedule = result.setup.schedule(f.steps, f.config)
+    return replace(schedule, violation=(f.invariant, f.reason), meta=meta)
 
 
 def failure_trace(result: FuzzResult) -> ItfTrace:
@@ -173,7 +173,7 @@ def failure_trace(result: FuzzResult) -> ItfTrace:
         "violation": {"invariant": f.invariant, "reason": f.reason},
         "variant": variant_to_json(result.setup.variant),
         "replicas": result.setup.replicas,
-        "min_insync_replicas": CONFIG.min_insync_replicas,
+        "min_insync_replicas": f.config.min_insync_replicas,
         "fetch_max_records": FETCH_MAX_RECORDS,
         "batch_max_records": BATCH_MAX_RECORDS,
         "seed": result.seed,

@@ -76,6 +76,7 @@ from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
     CONFIG,
     COSTLY_KINDS,
+    DURABLE_MIN_ISR,
     FAULTS,
     FETCH_MAX_RECORDS,
     PICK,
@@ -85,6 +86,7 @@ from kreplica.conformance.fuzz.setup import (
     FuzzSetup,
 )
 from kreplica.conformance.tla.itf import ItfTrace
+from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -166,6 +168,8 @@ class Failure:
     trace: ItfTrace
     shrunk_steps: int = 0
     """Impl steps of the run as Hypothesis shrank it (before `minimize`)."""
+    config: BrokerConfig = CONFIG
+    """The run's broker config (CONFIG, or its durable form: `DURABLE_MIN_ISR`)."""
 
     @property
     def spec_actions(self) -> int:
@@ -178,12 +182,16 @@ class TimeLimit(Exception):
 
 
 class FuzzFailure(AssertionError):
-    """Raised inside a run to make Hypothesis shrink it: the violation and the impl steps."""
+    """Raised inside a run to make Hypothesis shrink it: the violation, the impl steps and
+    the run's broker config."""
 
-    def __init__(self, violation: Violation, steps: Sequence[Step]) -> None:
+    def __init__(
+        self, violation: Violation, steps: Sequence[Step], config: BrokerConfig = CONFIG
+    ) -> None:
         super().__init__(f"{violation[0]}: {violation[1]}")
         self.violation = violation
         self.steps = tuple(steps)
+        self.config = config
 
 
 @dataclass
@@ -345,6 +353,7 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        self.config = CONFIG
         self.cluster = self.setup.schedule().cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {})
         self.steps: list[Step] = []
@@ -396,7 +405,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             return None
         self.violation = found
         self.stats.run_failed()
-        return FuzzFailure(found, self.steps)
+        return FuzzFailure(found, self.steps, self.config)
 
     def _generated(self) -> bool:
         """Hypothesis generated this run: no failure yet, or this run is the first failing one
@@ -431,7 +440,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             "run": self.run,
             "variables": list(trace.vars),
             "invariants": setup.invariants,
-            "min_insync_replicas": CONFIG.min_insync_replicas,
+            "min_insync_replicas": self.config.min_insync_replicas,
             "fetch_max_records": FETCH_MAX_RECORDS,
             "batch_max_records": BATCH_MAX_RECORDS,
             "impl_steps": len(self.steps),
@@ -498,7 +507,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             if found is not None:
                 self.violation = found
                 self.stats.run_failed()
-                raise FuzzFailure(found, self.steps)
+                raise FuzzFailure(found, self.steps, self.config)
         self.stats.steps += 1
         after = self.recorder.state
         self.visited.add(abstract_state(after))
@@ -628,13 +637,23 @@ class ReplicationMachine(RuleBasedStateMachine):
     def _swarm(self, swarm: int) -> None:
         """Swarm testing: logs are never flushed in half the runs (so a power loss loses
         their tails), in half the runs every fault is a change point of the nodes'
-        priorities (see `_change_priorities`), and in half the runs no client deletes
-        records."""
+        priorities (see `_change_priorities`), in half the runs no client deletes
+        records, and half the runs of three or more replicas take Kafka's durable set-up
+        (`DURABLE_MIN_ISR`)."""
         if swarm % 2:
             self.kinds = self.kinds - {"flush"}
         self.change_points = bool(swarm // 2 % 2)
         if swarm // 4 % 2:
             self.kinds = self.kinds - {"delete_records"}
+        if swarm // 8 % 2 and self.setup.replicas >= 3:
+            self._configure(replace(CONFIG, min_insync_replicas=DURABLE_MIN_ISR))
+
+    def _configure(self, config: BrokerConfig) -> None:
+        """Run on a cluster of brokers with `config` (before the run's first step)."""
+        assert not self.steps, "a run's config is set in its plan"
+        self.config = config
+        self.cluster = self.setup.schedule(config=config).cluster()
+        self.recorder = SpecRecorder(self.cluster, TP, {})
 
     def _prioritise(self, order: int) -> None:
         """Rank the nodes by permutation number `order`: messages to a high-priority node, and

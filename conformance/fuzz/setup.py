@@ -35,6 +35,12 @@ CONFIG = BrokerConfig(
 produced batch holds one record (message.max.bytes), as the spec's Produce appends one, so a
 batch of two is refused with MESSAGE_TOO_LARGE."""
 
+DURABLE_MIN_ISR = 2
+"""min.insync.replicas of Kafka's durable set-up (replication factor 3, min.insync.replicas 2,
+acks=all), which half the runs of three or more replicas use (`ReplicationMachine._swarm`): an
+acks=-1 produce to an ISR of one is refused with NOT_ENOUGH_REPLICAS, or answered
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank while it waited (R14)."""
+
 TICK_MS = (1_000, 30_001)
 """Clock advances: one replica.fetch.backoff.ms; just past replica.lag.time.max.ms and the
 produce timeout (followers fall out of sync, delayed produces expire)."""
@@ -111,9 +117,10 @@ class FuzzSetup:
     deletes: bool = True
     """Clients delete records below the leader's HW (DeleteRecords), in half the runs."""
 
-    def schedule(self, steps: Sequence[Step] = ()) -> Schedule:
-        """A schedule of `steps` for this set-up (its cluster is the fuzzer's)."""
-        return Schedule(self.variant, self.replicas, tuple(steps), CONFIG)
+    def schedule(self, steps: Sequence[Step] = (), config: BrokerConfig = CONFIG) -> Schedule:
+        """A schedule of `steps` for this set-up (its cluster is the fuzzer's; `config`: the
+        run's broker config, CONFIG or its durable form)."""
+        return Schedule(self.variant, self.replicas, tuple(steps), config)
 
     @property
     def kinds(self) -> frozenset[str]:

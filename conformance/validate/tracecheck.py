@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,8 @@ class TraceResult:
 
 @dataclass(frozen=True)
 class SpecParams:
-    """The spec's constants a batch is checked against; the replicas come from each trace."""
+    """The spec's constants a batch is checked against; the replicas come from each trace,
+    and so does min.insync.replicas where its #meta records it (`min_isr_of`)."""
 
     variant: Variant = field(default_factory=Variant)
     min_insync_replicas: int = 1
@@ -100,13 +101,15 @@ UNKNOWN = -1
 @dataclass
 class Prepared:
     """A trace ready for TLC: its id, its number of replicas, its ITF JSON text, and its
-    events and decoded trace, both made only when needed (see `prepare`)."""
+    events and decoded trace, both made only when needed (see `prepare`); the
+    min.insync.replicas it was recorded with, if its #meta says (`min_isr_of`)."""
 
     trace_id: str
     replicas: int
     events: int
     text: str
     decoded: ItfTrace | None = None
+    min_isr: int | None = None
 
     @property
     def trace(self) -> ItfTrace:
@@ -250,7 +253,7 @@ def prepare(trace_id: str, text: str, fast: bool = False) -> Prepared:
     if fast:
         replicas = _replicas_in_text(text)
         if replicas is not None:
-            return Prepared(trace_id, replicas, UNKNOWN, text)
+            return Prepared(trace_id, replicas, UNKNOWN, text, min_isr=_min_isr_in_text(text))
     return full_prepare(trace_id, text)
 
 
@@ -264,10 +267,29 @@ def full_prepare(trace_id: str, text: str) -> Prepared:
         replicas = replicas_of(trace)
     except TraceInputError as err:
         raise TraceInputError(f"{trace_id}: {err}", err.step, err.variables) from None
-    return Prepared(trace_id, replicas, len(trace.states) - 1, text, trace)
+    min_isr = min_isr_of(trace.meta)
+    return Prepared(trace_id, replicas, len(trace.states) - 1, text, trace, min_isr)
 
 
+def min_isr_of(meta: dict[str, Any]) -> int | None:
+    """The min.insync.replicas a trace's #meta says it was recorded with (`kreplica fuzz`
+    writes it, one value per run), or None: it does not say, or says something else than
+    a positive integer."""
+    value = meta.get(MIN_ISR_KEY)
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return value if ok else None
+
+
+MIN_ISR_KEY = "min_insync_replicas"
 _FIRST_HW = re.compile(r'"hw"\s*:\s*\[([-0-9,\s]*)\]')
+_MIN_ISR = re.compile(r'"' + MIN_ISR_KEY + r'"\s*:\s*([0-9]+)\s*[,}]')
+
+
+def _min_isr_in_text(text: str) -> int | None:
+    """`min_isr_of` the trace's #meta, read from the JSON text without decoding it: the key
+    is no spec variable's, and a string holding it escapes its quotes."""
+    found = _MIN_ISR.search(text)
+    return None if found is None else min_isr_of({MIN_ISR_KEY: int(found.group(1))})
 
 
 def _replicas_in_text(text: str) -> int | None:
@@ -660,7 +682,7 @@ def _check_group(
 def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> list[TraceResult]:
     """Check (id, ITF JSON text) pairs: one result per item, in order, whatever happens."""
     results: dict[int, TraceResult] = {}
-    groups: dict[int, list[tuple[int, Prepared]]] = {}
+    groups: dict[tuple[int, int], list[tuple[int, Prepared]]] = {}
     notes: dict[int, str] = {}
     checked_against = settings.params.variant.label()
     for index, (trace_id, text) in enumerate(items):
@@ -670,9 +692,11 @@ def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> li
         except Exception as err:  # this trace's own error row
             results[index] = _error_row(Prepared(trace_id, 0, 0, text), err)
             continue
-        groups.setdefault(p.replicas, []).append((index, p))
-    for group in groups.values():
-        checked = _check_group([p for _, p in group], settings)
+        min_isr = settings.params.min_insync_replicas if p.min_isr is None else p.min_isr
+        groups.setdefault((p.replicas, min_isr), []).append((index, p))
+    for (_, min_isr), group in groups.items():
+        params = replace(settings.params, min_insync_replicas=min_isr)
+        checked = _check_group([p for _, p in group], replace(settings, params=params))
         for (index, _), result in zip(group, checked, strict=True):
             results[index] = result
     for index, note in notes.items():
