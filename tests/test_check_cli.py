@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
 
+from kreplica.conformance.cli import check as check_module
 from kreplica.conformance.cli.check import CheckRow, exit_code
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.errors import SpecError
@@ -23,6 +26,7 @@ from kreplica.conformance.tla.specs import (
     resolve_spec_dir,
     select_configs,
 )
+from kreplica.conformance.tla.tlc import TlcOptions
 from kreplica.conformance.tla.tlc_output import Outcome, TlcResult, Verdict
 from kreplica.conformance.validate.locks import lock_output
 
@@ -65,6 +69,34 @@ def test_ci_suite(spec_dir: Path, tmp_path: Path) -> None:
         97,
         48,
     )
+
+
+@pytest.mark.tlc
+def test_a_config_with_every_core_runs_alone_first(spec_dir: Path, tmp_path: Path) -> None:
+    """A config whose header says `cores: all` is checked before the others, by itself, with
+    a TLC worker per job (the real TLC runs, its options observed); the rows keep the suite's
+    order."""
+    spec = tmp_path / "spec"
+    shutil.copytree(spec_dir, spec)
+    bug = spec / "CounterBug.cfg"
+    bug.write_text("\\* cores: all\n" + bug.read_text())
+    started: list[tuple[str, int]] = []
+    real = check_module.run_tlc
+
+    def recording(module: Path, config: Path, options: TlcOptions, *rest: Any) -> TlcResult:
+        started.append((config.stem, options.workers))
+        return real(module, config, options, *rest)
+
+    args = ["--spec-dir", str(spec), "--jobs", "2", "--out", str(tmp_path / "ce")]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(check_module, "run_tlc", recording)
+        result = check(*args, "--json", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert started[0] == ("CounterBug", 2)
+    assert sorted(started[1:]) == [("CounterOk", 1), ("Deadlock", 1)]
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert [r["config"] for r in rows] == ["CounterOk", "CounterBug", "Deadlock"]
+    assert rows[1]["got"] == "violation Small"
 
 
 def test_a_second_check_into_the_same_out_fails_at_once(spec_dir: Path, tmp_path: Path) -> None:
@@ -319,6 +351,7 @@ def _spec(tmp_path: Path, cfg: str, suites: str | None = None, tla: bool = True)
         ("\\* expect: ok Inv\n", True, "bad 'expect' header: 'ok' takes no name"),
         ("\\* expect: ok\n\\* module: a-b\n", True, "bad 'module' header: 'a-b'"),
         ("\\* expect: ok\n\\* deadlock: maybe\n", True, "bad 'deadlock' header: 'maybe'"),
+        ("\\* expect: ok\n\\* cores: two\n", True, "bad 'cores' header: 'two'"),
         ("\\* expect: ok\n", False, "module file M.tla not found"),
     ],
 )

@@ -90,15 +90,18 @@ class CheckRow:
         return self.result.outcome.satisfies(self.config.expect)
 
 
-def _tlc_runner(java: str | None, jar: Path | None, workers: int, limit: float | None) -> Runner:
-    """A runner that checks one config with TLC."""
+def _tlc_runner(
+    java: str | None, jar: Path | None, workers: int, limit: float | None, jobs: int = 1
+) -> Runner:
+    """A runner that checks one config with TLC: `workers` TLC workers, or `workers * jobs`
+    for a config that runs alone (`ModelConfig.alone`, see `_run_all`)."""
     base = TlcOptions(java=find_java(java), jar=find_tla2tools(jar), workers=workers)
 
     def run(config: ModelConfig, on_progress: ProgressCallback) -> TlcResult:
         options = TlcOptions(
             java=base.java,
             jar=base.jar,
-            workers=workers,
+            workers=workers * jobs if config.alone else workers,
             check_deadlock=config.check_deadlock,
             time_limit=limit,
         )
@@ -216,7 +219,10 @@ def _run_all(
     jobs: int,
     reproduce: Callable[[ModelConfig], str],
 ) -> list[CheckRow]:
-    """Check every config, `jobs` at a time, keeping the configs' order."""
+    """Check every config, keeping the configs' order in the rows: first each config that runs
+    alone (header `cores: all`: its runner gives it the cores of every job), one at a time,
+    then the others `jobs` at a time. A large config checked beside the small ones leaves a core
+    idle once they are done; alone, it keeps both busy throughout."""
     display = _Display()
 
     def one(config: ModelConfig) -> CheckRow:
@@ -224,9 +230,13 @@ def _run_all(
         display.finish(config.name, row)
         return row
 
+    alone = [c for c in configs if c.alone]
+    shared = [c for c in configs if not c.alone]
     with display.live(), ThreadPoolExecutor(max_workers=jobs) as pool:
         try:
-            return list(pool.map(one, configs))
+            rows = {c.name: one(c) for c in alone}
+            rows.update(zip((c.name for c in shared), pool.map(one, shared), strict=True))
+            return [rows[c.name] for c in configs]
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             kill_running()
@@ -386,7 +396,8 @@ def json_report(
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="TLC worker threads per config.",
+    help="TLC worker threads per config (a config whose header says 'cores: all' runs "
+    "alone with workers x jobs of them, before the others).",
 )
 @click.option(
     "--jobs",
@@ -459,7 +470,7 @@ def check(
     if checker == "apalache":
         runner = _apalache_runner(time_limit)
     else:
-        runner = _tlc_runner(java, jar, workers, time_limit)
+        runner = _tlc_runner(java, jar, workers, time_limit, jobs)
     lock = _lock_out(out)
     try:
         started = _now()

@@ -7,6 +7,7 @@ Each config starts with TLA+ comment lines that carry metadata:
     \\* about: one-line description
     \\* bounds: 3 replicas, 2 records, epochs<=3
     \\* deadlock: check                   (default: TLC runs with -deadlock)
+    \\* cores: all                        (checked alone on every job's core; default: one)
 
 `suites.toml` names lists of configs: `[suites.ci] configs = ["A", "B"]`.
 """
@@ -42,6 +43,9 @@ class ModelConfig:
     bounds: str = ""
     check_deadlock: bool = False
     header: Mapping[str, str] = field(default_factory=dict)
+    alone: bool = False
+    """Header `\\* cores: all`: a large config, checked by itself with a TLC worker per job
+    (`kreplica check --jobs N`), before the configs that share the cores."""
 
     @property
     def module_path(self) -> Path:
@@ -122,6 +126,9 @@ def _from_header(name: str, path: Path, header: Mapping[str, str]) -> ModelConfi
     deadlock = header.get("deadlock", "off").lower()
     if deadlock not in ("check", "off"):
         raise SpecError(f"{path}: bad 'deadlock' header: {deadlock!r} (use 'check' or 'off')")
+    cores = header.get("cores", "one").lower()
+    if cores not in ("all", "one"):
+        raise SpecError(f"{path}: bad 'cores' header: {cores!r} (use 'all' or 'one')")
     return ModelConfig(
         name=name,
         path=path,
@@ -131,6 +138,7 @@ def _from_header(name: str, path: Path, header: Mapping[str, str]) -> ModelConfi
         bounds=header.get("bounds", ""),
         check_deadlock=deadlock == "check",
         header=dict(header),
+        alone=cores == "all",
     )
 
 
