@@ -122,7 +122,7 @@ def test_every_fuzz_trace_conforms(corpus: Path, tmp_path: Path) -> None:
 
 
 def refused_for_few_replicas(trace: dict[str, Any]) -> bool:
-    """Some acks=-1 produce to a leader whose ISR was itself alone left its log as it was:
+    """Some acks=-1 produce to a leader alone in its ISR left the leader's log as it was:
     NOT_ENOUGH_REPLICAS under min.insync.replicas 2 (its log dir still working)."""
     for before, after in itertools.pairwise(trace["states"]):
         meta = after["#meta"]
