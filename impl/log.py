@@ -300,8 +300,8 @@ class Log:
             self.recovery_point = target
 
     def recover(self, lose_unflushed: bool) -> None:
-        """Reload after a restart; unclean shutdown loses every record above the recovery point."""
-        self.offline = False
+        """Reload after a restart; unclean shutdown loses every record above the recovery point
+        (LogManager.recover_all says whether the log dir is still offline)."""
         if lose_unflushed and self.recovery_point < self.log_end_offset:
             del self.entries[self._index(self.recovery_point) :]
             last = self.entries[-1].offset + 1 if self.entries else self.log_start_offset

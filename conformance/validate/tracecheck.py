@@ -271,6 +271,10 @@ def full_prepare(trace_id: str, text: str) -> Prepared:
     return Prepared(trace_id, replicas, len(trace.states) - 1, text, trace, min_isr)
 
 
+MIN_ISR_KEY = "min_insync_replicas"
+"""The #meta key of the min.insync.replicas a trace was recorded with."""
+
+
 def min_isr_of(meta: dict[str, Any]) -> int | None:
     """The min.insync.replicas a trace's #meta says it was recorded with (`kreplica fuzz`
     writes it, one value per run), or None: it does not say, or says something else than
@@ -280,7 +284,6 @@ def min_isr_of(meta: dict[str, Any]) -> int | None:
     return value if ok else None
 
 
-MIN_ISR_KEY = "min_insync_replicas"
 _FIRST_HW = re.compile(r'"hw"\s*:\s*\[([-0-9,\s]*)\]')
 _MIN_ISR = re.compile(r'"' + MIN_ISR_KEY + r'"\s*:\s*([0-9]+)\s*[,}]')
 
