@@ -33,5 +33,3 @@ class BrokerConfig:
     """message.max.bytes: the largest record batch a leader accepts."""
     flush_interval_messages: int | None = None
     """log.flush.interval.messages: flush after this many unflushed records (None = never)."""
-    purge_interval_requests: int = 1_000
-    """*.purgatory.purge.interval.requests."""

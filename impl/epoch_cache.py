@@ -70,7 +70,7 @@ class LeaderEpochFileCache:
 
     # -------------------------------------------------------------------------- mutations
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset`, dropping non-monotonic entries (R2);
         only a negative epoch is refused, as Kafka 2.6's validateAndMaybeWarn refuses it."""
         if epoch < 0:
@@ -79,13 +79,12 @@ class LeaderEpochFileCache:
         if entries:
             last = entries[-1]
             if last.epoch == epoch and start_offset >= last.start_offset:
-                return False
+                return
             while entries and (
                 entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset
             ):
                 entries.pop()
         entries.append(EpochEntry(epoch, start_offset))
-        return True
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop every entry starting at or after `end_offset` (R4, truncateFromEnd)."""

@@ -93,10 +93,6 @@ class AbstractFetcherThread(ABC):
         """The latest epoch in the local epoch cache."""
 
     @abstractmethod
-    def log_start_offset(self, tp: TopicPartition) -> int:
-        """The local log start offset."""
-
-    @abstractmethod
     def log_end_offset(self, tp: TopicPartition) -> int:
         """The local LEO."""
 

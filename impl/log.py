@@ -91,13 +91,7 @@ class Log:
 
     def _index(self, offset: int) -> int:
         """The index in `entries` of the first record at or above `offset`."""
-        entries = self.entries
-        if not entries:
-            return 0
-        first = entries[0].offset
-        if entries[-1].offset - first == len(entries) - 1:  # no gap: offsets are indexes
-            return min(max(offset - first, 0), len(entries))
-        return bisect_left(entries, offset, key=lambda entry: entry.offset)
+        return bisect_left(self.entries, offset, key=lambda entry: entry.offset)
 
     @property
     def last_stable_offset(self) -> int:

@@ -13,14 +13,13 @@ from kreplica.impl.clock import SimClock
 class DelayedOperation(ABC):
     """An operation that completes once (try_complete succeeds, forced, or expired) (R17)."""
 
-    __slots__ = ("_deadline_ms", "_timer_owner", "_timer_seq", "completed", "delay_ms", "expired")
+    __slots__ = ("_timer_owner", "_timer_seq", "completed", "delay_ms", "expired")
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
         self.completed = False
         self.expired = False
         self._timer_seq: int | None = None
-        self._deadline_ms = 0
         self._timer_owner: DelayedOperationPurgatory[DelayedOperation] | None = None
 
     def cancel(self) -> None:
@@ -71,17 +70,15 @@ T = TypeVar("T", bound=DelayedOperation)
 class DelayedOperationPurgatory(Generic[T]):
     """Watch lists per key plus an expiry timer driven by the simulated clock (R17)."""
 
-    def __init__(self, name: str, clock: SimClock, purge_interval: int = 1_000) -> None:
+    def __init__(self, name: str, clock: SimClock) -> None:
         self.name = name
         self.clock = clock
-        self.purge_interval = purge_interval
         self.watchers: dict[Hashable, list[T]] = {}
         # heap of (deadline, seq); the operation lives in _in_timer until it expires or is
         # cancelled, so a completed operation is freed at once (Kafka removes it from its bucket)
         self._timer: list[tuple[int, int]] = []
         self._in_timer: dict[int, T] = {}
         self._seq = 0
-        self.estimated_total_operations = 0
 
     # ------------------------------------------------------------------------ public API
 
@@ -91,14 +88,10 @@ class DelayedOperationPurgatory(Generic[T]):
             raise ValueError("the watch key list can't be empty")
         if operation.try_complete():
             return True
-        watch_created = False
         for key in watch_keys:
             if operation.completed:
                 return False
             self.watchers.setdefault(key, []).append(operation)
-            if not watch_created:
-                watch_created = True
-                self.estimated_total_operations += 1
         if operation.maybe_try_complete():
             return True
         if not operation.completed:
@@ -127,15 +120,6 @@ class DelayedOperationPurgatory(Generic[T]):
                     del self.watchers[key]
         return completed
 
-    def cancel_for_key(self, key: Hashable) -> list[T]:
-        """Stop watching key; return its operations without completing them (cancelForKey)."""
-        ops = self.watchers.pop(key, None)
-        if ops is None:
-            return []
-        for op in ops:
-            self._cancel_timer(op)
-        return ops
-
     def advance_clock(self) -> int:
         """Expire every operation whose deadline has passed, in deadline order; return the count."""
         now = self.clock.now_ms
@@ -148,8 +132,6 @@ class DelayedOperationPurgatory(Generic[T]):
                 continue
             op.run()
             expired += 1
-        if self.estimated_total_operations - self.num_delayed > self.purge_interval:
-            self.purge_completed()
         return expired
 
     def next_expiry_ms(self) -> int | None:
@@ -159,20 +141,6 @@ class DelayedOperationPurgatory(Generic[T]):
             heapq.heappop(timer)
         return timer[0][0] if timer else None
 
-    def purge_completed(self) -> int:
-        """Drop completed operations from every watch list; return how many were dropped."""
-        purged = 0
-        for key in list(self.watchers):
-            ops = self.watchers[key]
-            keep = [op for op in ops if not op.is_completed]
-            purged += len(ops) - len(keep)
-            if keep:
-                self.watchers[key] = keep
-            else:
-                del self.watchers[key]
-        self.estimated_total_operations = self.num_delayed
-        return purged
-
     @property
     def num_delayed(self) -> int:
         """Operations still waiting in the expiry timer (NumDelayedOperations)."""
@@ -180,7 +148,8 @@ class DelayedOperationPurgatory(Generic[T]):
 
     @property
     def watched(self) -> int:
-        """Total watch-list entries, completed ones included until purged (PurgatorySize)."""
+        """Total watch-list entries, completed ones included until their key is checked
+        (PurgatorySize)."""
         return sum(len(ops) for ops in self.watchers.values())
 
     def pending(self) -> list[T]:
@@ -195,14 +164,7 @@ class DelayedOperationPurgatory(Generic[T]):
         op._timer_seq = seq
         op._timer_owner = self  # type: ignore[assignment]
         self._in_timer[seq] = op
-        deadline = self.clock.now_ms + op.delay_ms
-        op._deadline_ms = deadline
-        timer = self._timer
-        if len(timer) > 2 * len(self._in_timer) + 64:
-            # drop the entries of operations completed before their deadline
-            timer[:] = [(o._deadline_ms, s) for s, o in self._in_timer.items()]
-            heapq.heapify(timer)
-        heapq.heappush(timer, (deadline, seq))
+        heapq.heappush(self._timer, (self.clock.now_ms + op.delay_ms, seq))
 
     def _cancel_timer(self, op: DelayedOperation) -> None:
         seq = op._timer_seq

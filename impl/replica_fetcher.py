@@ -71,7 +71,6 @@ class ReplicaFetcherThread(AbstractFetcherThread):
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.config = config
-        self.variant = variant
         self.next_correlation_id = next_correlation_id
         # truncation=hw: pre-KIP-101, no OffsetsForLeaderEpoch, truncate to the HW (R6a);
         # kip101 differs on the leader's side only (Partition.last_offset_for_leader_epoch);
@@ -84,19 +83,15 @@ class ReplicaFetcherThread(AbstractFetcherThread):
 
     def latest_epoch(self, tp: TopicPartition) -> int | None:
         """The latest epoch of the local log's epoch cache."""
-        return self.replica_manager.local_log_or_exception(tp, allow_offline=True).latest_epoch()
-
-    def log_start_offset(self, tp: TopicPartition) -> int:
-        """The local log start offset (KafkaStorageError if the log dir is offline)."""
-        return self.replica_manager.local_log_or_exception(tp).log_start_offset
+        return self.replica_manager.local_log_or_exception(tp).latest_epoch()
 
     def log_end_offset(self, tp: TopicPartition) -> int:
         """The local LEO."""
-        return self.replica_manager.local_log_or_exception(tp, allow_offline=True).log_end_offset
+        return self.replica_manager.local_log_or_exception(tp).log_end_offset
 
     def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> OffsetAndEpoch | None:
         """The local R3 answer (Log.endOffsetForEpoch)."""
-        log = self.replica_manager.local_log_or_exception(tp, allow_offline=True)
+        log = self.replica_manager.local_log_or_exception(tp)
         return log.end_offset_for_epoch(epoch)
 
     def _hosted(self, tp: TopicPartition) -> Partition:

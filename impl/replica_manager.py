@@ -132,10 +132,10 @@ class ReplicaManager:
         self.all_partitions: dict[TopicPartition, Partition] = {}
         self.controller_epoch = 0
         self.delayed_produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = (
-            DelayedOperationPurgatory("Produce", clock, config.purge_interval_requests)
+            DelayedOperationPurgatory("Produce", clock)
         )
         self.delayed_fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = (
-            DelayedOperationPurgatory("Fetch", clock, config.purge_interval_requests)
+            DelayedOperationPurgatory("Fetch", clock)
         )
         self.replica_fetcher_manager = ReplicaFetcherManager(
             broker_id, self, config, variant, clock, next_correlation_id
@@ -183,13 +183,12 @@ class ReplicaManager:
         result = self.get_partition_or_error(tp)
         return result if isinstance(result, Partition) else None
 
-    def local_log_or_exception(self, tp: TopicPartition, allow_offline: bool = False) -> Log:
-        """The local log of tp; KafkaStorageError if offline (unless allowed)."""
+    def local_log_or_exception(self, tp: TopicPartition) -> Log:
+        """The local log of tp, on a failed log dir too (the fetcher reads its epoch cache and
+        LEO there, as the spec's does); NotLeaderOrFollowerError if there is none."""
         partition = self.all_partitions.get(tp)
         if partition is None or partition.log is None:
             raise NotLeaderOrFollowerError(f"no local log of {tp} on broker {self.broker_id}")
-        if partition.log.offline and not allow_offline:
-            raise KafkaStorageError(f"log of {tp} is offline on broker {self.broker_id}")
         return partition.log
 
     def leader_partitions(self) -> list[Partition]:

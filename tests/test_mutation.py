@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -185,6 +186,8 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
     for mutant_id, argument in load_equivalent().items():
         assert mutant_id in known, f"{mutant_id}: no such mutant (the file changed?)"
         assert len(argument) > 40
+        for cited in re.findall(r"\b[a-z_]+\.py:\d+:\d+:[a-z0-9-]+", argument):
+            assert cited in known, f"{mutant_id} cites {cited}: no such mutant"
 
 
 @pytest.mark.parametrize(

@@ -174,15 +174,14 @@ CHOICES: dict[str, Choices] = {
     ],
     "restart": lambda c, s: [Restart(b) for b in _dead(c, s)],
     "detect_failure": lambda c, s: [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]],
-    "elect": lambda c, s: [Elect(TP, b) for b in sorted(s["ctrlLive"])],
+    "elect": lambda c, s: [Elect(TP, b) for b in c.broker_ids],  # the dead too: refused
     "delete_records": _deletions,
 }
 """For each rule, the steps it may take now: the steps of `Cluster.enabled_steps()` (plus
 network partitions) that the spec allows here. Left out, because the simulator would do
 nothing or step outside the spec's model: client links (see `_queues`); failure detection of
 a running broker; stopping the last running broker (or failing the log dir of the last one
-that serves); electing a broker the controller knows
-is dead; flushing a flushed log; shrinking an ISR whose followers are all caught up or not
+that serves); flushing a flushed log; shrinking an ISR whose followers are all caught up or not
 yet out of sync; a fetch by a follower in step with its leader (it would learn nothing and
 tell nothing: left out, it is a follower that is briefly slow)."""
 

@@ -26,25 +26,25 @@ def pairs(cache: LeaderEpochFileCache) -> list[tuple[int, int]]:
 
 def test_r2_assign_appends_to_empty_cache() -> None:
     cache = cache_with()
-    assert cache.assign(2, 5) is True
+    cache.assign(2, 5)
     assert cache.entries == [EpochEntry(2, 5)]
 
 
 def test_r2_assign_same_epoch_later_start_is_noop() -> None:
     cache = cache_with((1, 0), (2, 5))
-    assert cache.assign(2, 7) is False
+    cache.assign(2, 7)
     assert pairs(cache) == [(1, 0), (2, 5)]
 
 
 def test_r2_assign_same_epoch_same_start_is_noop() -> None:
     cache = cache_with((2, 5))
-    assert cache.assign(2, 5) is False
+    cache.assign(2, 5)
     assert pairs(cache) == [(2, 5)]
 
 
 def test_r2_assign_same_epoch_earlier_start_replaces_entry() -> None:
     cache = cache_with((1, 0), (2, 5))
-    assert cache.assign(2, 3) is True
+    cache.assign(2, 3)
     assert pairs(cache) == [(1, 0), (2, 3)]
 
 
@@ -78,7 +78,7 @@ def test_r2_assign_takes_a_negative_start_offset_as_kafka_does() -> None:
     entry with a negative start offset is appended, and every entry that does not start
     below it goes (truncateAndAppend)."""
     cache = cache_with((1, 0), (2, 5))
-    assert cache.assign(3, -3)
+    cache.assign(3, -3)
     assert pairs(cache) == [(3, -3)]
 
 

@@ -64,17 +64,6 @@ def test_r17_check_and_complete_counts_and_purges_key() -> None:
     assert p.check_and_complete("missing") == 0
 
 
-def test_r17_cancel_for_key_returns_ops_without_completing() -> None:
-    _, p = purgatory()
-    op = Op(100)
-    p.try_complete_else_watch(op, ["a"])
-    cancelled = p.cancel_for_key("a")
-    assert cancelled == [op]
-    assert op.events == [] and not op.is_completed
-    assert p.watched == 0 and p.num_delayed == 0
-    assert p.cancel_for_key("a") == []
-
-
 def test_r17_expiry_follows_the_simulated_clock_in_deadline_order() -> None:
     clock, p = purgatory()
     late, early = Op(200), Op(100)
@@ -104,11 +93,11 @@ def test_r17_completed_ops_do_not_expire() -> None:
     assert op.events == ["complete"]
 
 
-def test_r17_purge_completed_drops_lingering_entries() -> None:
+def test_r17_checking_a_key_drops_its_lingering_entries() -> None:
     _, p = purgatory()
     op = Op(100)
     p.try_complete_else_watch(op, ["a", "b", "c"])
     op.force_complete()
     assert p.watched == 3 and p.num_delayed == 0
-    assert p.purge_completed() == 3
-    assert p.watched == 0
+    assert p.check_and_complete("b") == 0
+    assert p.watched == 2
