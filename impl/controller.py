@@ -166,12 +166,6 @@ class Controller:
             new_isr = reg.isr if len(reg.isr) == 1 else [r for r in reg.isr if r != broker_id]
             self._update(tp, new_leader, new_isr)
             changed.add(tp)
-        for tp in sorted(self.partitions):
-            reg = self.partitions[tp]
-            if reg.leader == broker_id:
-                # offline without the broker in the ISR (an unclean leader died): no leader now
-                self._update(tp, NO_LEADER, reg.isr)
-                changed.add(tp)
         self._propagate(changed, exclude=broker_id)
         return self._drain()
 

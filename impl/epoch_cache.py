@@ -30,10 +30,6 @@ class LeaderEpochFileCache:
         """The largest cached epoch, if any (LeaderEpochFileCache.latestEpoch)."""
         return self.entries[-1].epoch if self.entries else None
 
-    def earliest_entry(self) -> EpochEntry | None:
-        """The entry with the smallest epoch, if any."""
-        return self.entries[0] if self.entries else None
-
     def end_offset_for(self, requested_epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for a requested epoch, cases (a)-(f) of R3 (KIP-279 semantics)."""
         entries = self.entries

@@ -210,8 +210,6 @@ class Log:
         max_count = max_bytes // RECORD_SIZE_BYTES
         if count > max_count:
             count = max_count if max_count > 0 else (1 if min_one_message else 0)
-            if count == 0:
-                return ()
         return tuple(self.entries[base : base + count])
 
     # -------------------------------------------------------------------- high watermark

@@ -211,12 +211,10 @@ class ReplicaManager:
         self.delayed_produce_purgatory.check_and_complete(tp)
         self.delayed_fetch_purgatory.check_and_complete(tp)
 
-    def tick(self) -> int:
+    def tick(self) -> None:
         """Expire delayed operations whose timeout has passed on the simulated clock (R17)."""
-        return (
-            self.delayed_produce_purgatory.advance_clock()
-            + self.delayed_fetch_purgatory.advance_clock()
-        )
+        self.delayed_produce_purgatory.advance_clock()
+        self.delayed_fetch_purgatory.advance_clock()
 
     # ----------------------------------------------------------- high watermark checkpoint
 
@@ -593,25 +591,22 @@ class ReplicaManager:
         self,
         states: list[tuple[Partition, LeaderAndIsrPartitionState]],
         response_map: dict[TopicPartition, Errors],
-    ) -> set[TopicPartition]:
+    ) -> None:
         """Stop fetching these partitions and make this broker their leader (R5)."""
         self.replica_fetcher_manager.remove_fetcher_for_partitions(p.tp for p, _ in states)
-        became: set[TopicPartition] = set()
         for partition, state in states:
             response_map[partition.tp] = Errors.NONE
             try:
-                if partition.make_leader(state):
-                    became.add(partition.tp)
+                partition.make_leader(state)
             except KafkaStorageError:
                 response_map[partition.tp] = Errors.KAFKA_STORAGE_ERROR
-        return became
 
     def make_followers(
         self,
         states: list[tuple[Partition, LeaderAndIsrPartitionState]],
         live_leaders: set[int],
         response_map: dict[TopicPartition, Errors],
-    ) -> set[TopicPartition]:
+    ) -> None:
         """Follow the new leaders: reset fetchers (truncation starts there) for changed ones."""
         to_make_follower: list[Partition] = []
         for partition, state in states:
@@ -635,7 +630,6 @@ class ReplicaManager:
                 leader, partition.leader_epoch, partition.log.high_watermark
             )
         self.replica_fetcher_manager.add_fetcher_for_partitions(initial)
-        return {p.tp for p in to_make_follower}
 
     # --------------------------------------------------------------------- ISR expiration
 

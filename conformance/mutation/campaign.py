@@ -11,8 +11,8 @@ the same variant; a variant the spec does not model (isr=alter-partition) has no
 conform to, so its stage is `kreplica fuzz --variant V ...` with the fuzzer's checks on (it is
 a safe protocol: they hold for it). The variants' code (truncation to the HW and the
 out-of-range reset, R9; unclean elections; KIP-101's end offsets without epochs, R6; an ISR
-change answered later, KIP-497) is shared with the correct protocol's, and no other campaign
-reaches it.
+change answered later, KIP-497; requests without the current leader epoch, KIP-320) is shared
+with the correct protocol's, and no other campaign reaches it.
 Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
@@ -80,6 +80,7 @@ class Campaign:
         "election=unclean",
         "truncation=kip101",
         "isr=alter-partition",
+        "fencing=off",
     )
     """Protocol variants (`kreplica fuzz --variant`) whose runs must pass too: a variant the
     spec models by conformance, one it does not by the fuzzer's own checks."""
