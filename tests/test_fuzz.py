@@ -39,6 +39,7 @@ from kreplica.impl.steps import (
     Deliver,
     DetectFailure,
     DoWork,
+    Elect,
     Flush,
     Produce,
     Step,
@@ -130,6 +131,20 @@ def test_the_fuzzer_takes_only_answers_that_are_on_the_network() -> None:
     state = recorder.state
     assert fuzzer_may_take(cluster, state, delivered, Deliver(1, -1, 0))
     assert not fuzzer_may_take(cluster, state, delivered, Deliver(1, -1, 1))
+
+
+def test_the_fuzzer_asks_to_elect_a_dead_broker_and_the_controller_refuses() -> None:
+    """An invalid request among the fuzzer's inputs: electing a broker the controller knows is
+    dead. The controller refuses it, so the step records no spec action (and costs no fault)."""
+    cluster = FuzzSetup().schedule().cluster()
+    recorder = SpecRecorder(cluster, TP, {})
+    recorder.apply(Crash(2))
+    recorder.apply(DetectFailure(2))
+    assert 2 not in recorder.state["ctrlLive"]
+    assert Elect(TP, 2) in CHOICES["elect"](cluster, recorder.state)
+    leader = cluster.controller.leader_of(TP)
+    assert recorder.apply(Elect(TP, 2)) == []
+    assert cluster.controller.leader_of(TP) == leader
 
 
 def test_a_consumer_fetch_is_no_spec_action() -> None:
