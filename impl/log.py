@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 from enum import Enum
+from operator import itemgetter
 
 from kreplica.impl.epoch_cache import LeaderEpochFileCache
 from kreplica.impl.errors import (
@@ -32,6 +33,8 @@ class FetchIsolation(Enum):
 FETCH_LOG_END = FetchIsolation.LOG_END
 FETCH_HIGH_WATERMARK = FetchIsolation.HIGH_WATERMARK
 FETCH_TXN_COMMITTED = FetchIsolation.TXN_COMMITTED
+_OFFSET = itemgetter(0)
+"""A LogEntry's offset (its first field): the key `Log._index` bisects on."""
 
 
 @dataclass(slots=True)
@@ -91,7 +94,7 @@ class Log:
 
     def _index(self, offset: int) -> int:
         """The index in `entries` of the first record at or above `offset`."""
-        return bisect_left(self.entries, offset, key=lambda entry: entry.offset)
+        return bisect_left(self.entries, offset, key=_OFFSET)
 
     @property
     def last_stable_offset(self) -> int:
