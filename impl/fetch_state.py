@@ -6,7 +6,6 @@ pending out-of-range reset. `fetcher.AbstractFetcherThread` owns and changes the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -47,10 +46,6 @@ class PartitionFetchState:
         """True while backing off (DelayedItem not yet due)."""
         return self.delay_until_ms is not None and self.delay_until_ms > now_ms
 
-    def is_ready_for_fetch(self, now_ms: int) -> bool:
-        """Fetching and not delayed."""
-        return self.state is FETCHING and not self.is_delayed(now_ms)
-
 
 class PartitionStates:
     """Partition fetch states in round-robin order (PartitionStates): moved-to-end = served last."""
@@ -63,10 +58,6 @@ class PartitionStates:
     def state_value(self, tp: TopicPartition) -> PartitionFetchState | None:
         """The state of tp, or None if not tracked."""
         return self._map.get(tp)
-
-    def contains(self, tp: TopicPartition) -> bool:
-        """True if tp is tracked."""
-        return tp in self._map
 
     def update_and_move_to_end(self, tp: TopicPartition, state: PartitionFetchState) -> None:
         """Set tp's state and move it to the end of the round-robin order."""
@@ -91,9 +82,6 @@ class PartitionStates:
 
     def __len__(self) -> int:
         return len(self._map)
-
-    def __iter__(self) -> Iterator[TopicPartition]:
-        return iter(list(self._map))
 
 
 @dataclass(frozen=True, slots=True)

@@ -570,19 +570,6 @@ class AbstractFetcherThread(ABC):
             self.partition_states.remove(tp)
             self.pending_resets.pop(tp, None)
 
-    def mark_partitions_for_truncation(self, tp: TopicPartition, truncation_offset: int) -> None:
-        """Put tp back into Truncating at min(offset, fetch offset)."""
-        state = self.partition_states.state_value(tp)
-        if state is not None:
-            self.partition_states.update_and_move_to_end(
-                tp,
-                replace(
-                    state,
-                    fetch_offset=min(truncation_offset, state.fetch_offset),
-                    state=TRUNCATING,
-                ),
-            )
-
     def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
         """The fetch state of tp, if tracked."""
         return self.partition_states.state_value(tp)

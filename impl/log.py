@@ -312,10 +312,3 @@ class Log:
     def record_ids(self) -> list[int]:
         """The record ids in offset order."""
         return [entry.record_id for entry in self.entries]
-
-    def entry_at(self, offset: int) -> LogEntry | None:
-        """The entry at `offset`, or None if it is outside the log."""
-        index = self._index(offset)
-        if index < len(self.entries) and self.entries[index].offset == offset:
-            return self.entries[index]
-        return None

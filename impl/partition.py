@@ -69,16 +69,6 @@ class LogReadInfo:
     last_stable_offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class LogOffsetSnapshot:
-    """Log start, LEO, HW and LSO of a replica at one instant (Partition.fetchOffsetSnapshot)."""
-
-    log_start_offset: int
-    log_end_offset: int
-    high_watermark: int
-    last_stable_offset: int
-
-
 def check_current_leader_epoch(requested: int | None, local: int) -> Errors:
     """R1: absent or equal passes; older -> FENCED_LEADER_EPOCH; newer -> UNKNOWN_LEADER_EPOCH."""
     if requested is None or requested == local:
@@ -427,15 +417,6 @@ class Partition:
         leo = log.log_end_offset
         records = log.read(fetch_offset, max_bytes, fetch_isolation, min_one_message)
         return LogReadInfo(records, hw, log_start, leo, hw)
-
-    def fetch_offset_snapshot(
-        self, current_leader_epoch: int | None, fetch_only_from_leader: bool
-    ) -> LogOffsetSnapshot:
-        """Log start / LEO / HW / LSO after the R1 checks (Partition.fetchOffsetSnapshot)."""
-        log = self.get_local_log(current_leader_epoch, fetch_only_from_leader)
-        return LogOffsetSnapshot(
-            log.log_start_offset, log.log_end_offset, log.high_watermark, log.last_stable_offset
-        )
 
     def fetch_offset_for_timestamp(
         self,

@@ -28,23 +28,14 @@ class DelayedOperation(ABC):
         if owner is not None:
             owner._cancel_timer(self)
 
-    @property
-    def is_completed(self) -> bool:
-        """True once onComplete has run (or is about to)."""
-        return self.completed
-
     def force_complete(self) -> bool:
-        """Complete now if nobody did yet: cancel the timer, run on_complete; True if by me."""
-        if self.completed:
-            return False
+        """Complete now: cancel the timer, run on_complete; True (completed by this call). One
+        thread: only an operation nobody completed is ever tried or expired (no race to lose)."""
+        assert not self.completed, "a completed operation is never tried or expired again"
         self.completed = True
         self.cancel()
         self.on_complete()
         return True
-
-    def maybe_try_complete(self) -> bool:
-        """One more attempt (single-threaded model of DelayedOperation.maybeTryComplete)."""
-        return self.try_complete()
 
     @abstractmethod
     def try_complete(self) -> bool:
@@ -59,9 +50,9 @@ class DelayedOperation(ABC):
 
     def run(self) -> None:
         """Timer expiry: force_complete then on_expiration (DelayedOperation.run, Kafka order)."""
-        if self.force_complete():
-            self.expired = True
-            self.on_expiration()
+        self.force_complete()
+        self.expired = True
+        self.on_expiration()
 
 
 T = TypeVar("T", bound=DelayedOperation)
@@ -83,19 +74,15 @@ class DelayedOperationPurgatory(Generic[T]):
     # ------------------------------------------------------------------------ public API
 
     def try_complete_else_watch(self, operation: T, watch_keys: Sequence[Hashable]) -> bool:
-        """Try once; else watch on every key, try again, and arm the expiry timer (R17)."""
-        if not watch_keys:
-            raise ValueError("the watch key list can't be empty")
+        """Try once; else watch on every key and arm the expiry timer (R17). Kafka tries again
+        after watching, for a completion racing from another thread; here no thread runs
+        between the two, so the second try could not succeed and is left out."""
+        assert watch_keys, "the watch key list can't be empty"
         if operation.try_complete():
             return True
         for key in watch_keys:
-            if operation.completed:
-                return False
             self.watchers.setdefault(key, []).append(operation)
-        if operation.maybe_try_complete():
-            return True
-        if not operation.completed:
-            self._add_to_timer(operation)
+        self._add_to_timer(operation)
         return False
 
     def check_and_complete(self, key: Hashable) -> int:
@@ -108,7 +95,7 @@ class DelayedOperationPurgatory(Generic[T]):
         for op in tuple(ops):
             if op.completed:
                 lingering = True
-            elif op.maybe_try_complete():
+            elif op.try_complete():
                 completed += 1
         if completed or lingering:
             current = self.watchers.get(key)
@@ -140,17 +127,6 @@ class DelayedOperationPurgatory(Generic[T]):
         while timer and timer[0][1] not in self._in_timer:
             heapq.heappop(timer)
         return timer[0][0] if timer else None
-
-    @property
-    def num_delayed(self) -> int:
-        """Operations still waiting in the expiry timer (NumDelayedOperations)."""
-        return len(self._in_timer)
-
-    @property
-    def watched(self) -> int:
-        """Total watch-list entries, completed ones included until their key is checked
-        (PurgatorySize)."""
-        return sum(len(ops) for ops in self.watchers.values())
 
     def pending(self) -> list[T]:
         """The operations in the timer, oldest first."""

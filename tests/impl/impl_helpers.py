@@ -142,7 +142,13 @@ def snapshot(cluster: Cluster) -> tuple[object, ...]:
                     ),
                 )
             )
-        rows.append((b, rm.delayed_produce_purgatory.watched, rm.delayed_fetch_purgatory.watched))
+        rows.append(
+            (
+                b,
+                sum(len(ops) for ops in rm.delayed_produce_purgatory.watchers.values()),
+                sum(len(ops) for ops in rm.delayed_fetch_purgatory.watchers.values()),
+            )
+        )
     return tuple(rows)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kreplica.impl.cluster import Cluster
@@ -316,7 +318,10 @@ def test_r8_response_ignored_if_fetch_offset_changed() -> None:
     h.start_fetching()
     request = h.work()
     assert isinstance(request, FetchRequest)
-    h.fetcher.mark_partitions_for_truncation(TP, 0)
+    state = h.fetcher.fetch_state(TP)
+    assert state is not None
+    # the partition went back to Truncating at 0 while the FETCH was out (a new LeaderAndIsr)
+    h.fetcher.partition_states.update(TP, replace(state, fetch_offset=0, state=TRUNCATING))
     h.fetcher.handle_response(
         FetchResponse(request.correlation_id, Errors.NONE, (data(records=(LogEntry(0, 0, 1),)),))
     )

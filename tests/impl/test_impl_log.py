@@ -85,7 +85,7 @@ def test_append_as_follower_accepts_a_first_offset_above_the_leo() -> None:
     assert (info.first_offset, info.last_offset) == (4, 6)
     assert log.log_end_offset == 7
     assert log.record_ids() == [7, 8, 9, 10]
-    assert log.entry_at(3) is None and log.entry_at(6) == E(6, 2, 10)
+    assert [e.offset for e in log.entries] == [0, 1, 4, 6] and log.entries[-1] == E(6, 2, 10)
     assert log.leader_epoch_cache.end_offset_for(1) == (1, 6)
     log.update_high_watermark(7)
     assert log.read(2, 1_000, FetchIsolation.LOG_END, False) == (E(4, 1, 9), E(6, 2, 10))

@@ -86,7 +86,7 @@ def test_r14_acks_all_waits_until_the_hw_covers_the_records() -> None:
     c = cluster()
     assert rpc(c, 1, produce_request(TP, (1, 2), acks=-1)) == []
     rm = c.broker(1).replica_manager
-    assert rm.delayed_produce_purgatory.num_delayed == 1
+    assert len(rm.delayed_produce_purgatory.pending()) == 1
     assert produce_responses(follower_fetch(c, 2, 2)) == []
     out = follower_fetch(c, 3, 2)  # the last ISR follower reaches offset 2: HW = 2
     [response] = produce_responses(out)
@@ -188,7 +188,7 @@ def test_r15_min_bytes_parks_the_fetch_until_enough_data() -> None:
     rpc(c, 1, produce_request(TP, (1,), acks=1))
     parked = fetch_request(TP, 0, replica_id=2, epoch=0, max_wait_ms=500, min_bytes=3)
     assert rpc(c, 1, parked, src=2) == []
-    assert c.broker(1).replica_manager.delayed_fetch_purgatory.num_delayed == 1
+    assert len(c.broker(1).replica_manager.delayed_fetch_purgatory.pending()) == 1
     assert fetch_responses(rpc(c, 1, produce_request(TP, (2,), acks=1))) == []
     out = rpc(c, 1, produce_request(TP, (3,), acks=1))
     [response] = fetch_responses(out)
@@ -334,7 +334,7 @@ def test_r16_a_consumer_ahead_of_the_hw_waits_for_it() -> None:
     assert leader_log(c).high_watermark == 1
     ahead = fetch_request(TP, 2, max_wait_ms=500, correlation_id=5)
     assert fetch_responses(rpc(c, 1, ahead)) == []
-    assert c.broker(1).replica_manager.delayed_fetch_purgatory.num_delayed == 1
+    assert len(c.broker(1).replica_manager.delayed_fetch_purgatory.pending()) == 1
 
     def answers_to_the_consumer(out: list[Message]) -> list[FetchResponse]:
         return [r for r in fetch_responses(out) if r.correlation_id == ahead.correlation_id]
@@ -351,7 +351,7 @@ def test_r16_bytes_are_capped_by_partition_max_bytes() -> None:
     )
     assert rpc(c, 1, parked, src=2) == []
     assert fetch_responses(rpc(c, 1, produce_request(TP, (1, 2, 3, 4), acks=1))) == []
-    assert c.broker(1).replica_manager.delayed_fetch_purgatory.num_delayed == 1
+    assert len(c.broker(1).replica_manager.delayed_fetch_purgatory.pending()) == 1
 
 
 def test_r16_expired_fetch_answers_with_what_is_there() -> None:
