@@ -41,6 +41,7 @@ from kreplica.impl.messages import (
     ListOffsetsResponse,
     OffsetsForLeaderEpochResponse,
     ProduceRequest,
+    TopicPartition,
 )
 from kreplica.impl.steps import Deliver, DoWork, ShrinkIsr, Step
 
@@ -58,6 +59,10 @@ POWER_LOSS_INVARIANTS = frozenset(
     }
 )
 """The properties the spec proves under power loss (spec/Kip279UncleanShutdown.cfg)."""
+
+OFFSETS = "ConsecutiveOffsets"
+"""The name a failure gets when a log's records do not sit at consecutive offsets from its log
+start offset to its LEO (`offset_violations`)."""
 
 IMPLEMENTATION_ERROR = "ImplementationError"
 """The name a failure gets when a step raised an exception instead of breaking an invariant."""
@@ -132,12 +137,36 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         return None
     found = (
         _event_violations(recorder, events, before)
+        or offset_violations(recorder.cluster, recorder.tp)
         or _proposal_violations(recorder, before)
         or _timing_violations(recorder, step, before, fetcher, answer, isr_in_flight)
         or recorder.checkpoint_times.violations(step, started, before, recorder.state)
         or client_violations(recorder)
     )
     return found[0] if found else None
+
+
+def offset_violations(cluster: Cluster, tp: TopicPartition) -> list[Violation]:
+    """Every log's records sit at consecutive offsets from its log start offset up to its LEO.
+    The spec's log is a sequence indexed by offset, and the projection reads a Log's entries in
+    order; an offset skipped or repeated (no compaction here, which is what leaves gaps in
+    Kafka) or a LEO that is not the offset after the last record would be invisible to it."""
+    found = []
+    for b in cluster.broker_ids:
+        log = cluster.log(b, tp)
+        if log is None:
+            continue
+        offsets = [e.offset for e in log.entries]
+        expected = list(range(log.log_start_offset, log.log_start_offset + len(offsets)))
+        if offsets != expected or log.log_end_offset != log.log_start_offset + len(offsets):
+            found.append(
+                (
+                    OFFSETS,
+                    f"broker {b}: records at offsets {offsets}, log start "
+                    f"{log.log_start_offset}, LEO {log.log_end_offset}",
+                )
+            )
+    return found
 
 
 def _fetch_hw_violations(recorder: Recorder, event: Event, before: State) -> list[Violation]:

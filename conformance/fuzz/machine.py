@@ -746,14 +746,15 @@ class ReplicationMachine(RuleBasedStateMachine):
         if answers:  # the answer comes back at once: it changes nothing the spec sees
             self._apply(Deliver(broker, CLIENT, answers - 1))
 
-    @precondition(lambda self: self.quiet() and bool(self.leaders()))
+    @precondition(lambda self: bool(self.leaders()))
     @rule(record=consumes(produced), pick=PICK, settings=st.sampled_from(CONSUMER_SETTINGS))
     def consume(self, record: int, pick: int, settings: ConsumerSettings) -> None:
-        """A consumer reads, when the cluster is quiet, from a leader (one time in four from
-        a broker that does not lead, if one runs): at `record`'s offset if the broker holds
-        it, else at its HW (one time in two at the HW anyway, as a consumer that has read
-        everything); read_committed or read_uncommitted (the same bound, the HW, without
-        transactions); with one of `CONSUMER_SETTINGS`."""
+        """A consumer reads from a leader (one time in four from a broker that does not lead,
+        if one runs), also while replication goes on, so a FETCH that waits in the purgatory
+        sees the HW move (R16): at `record`'s offset if the broker holds it, else at its HW (one
+        time in two at the HW anyway, as a consumer that has read everything); read_committed
+        or read_uncommitted (the same bound, the HW, without transactions); with one of
+        `CONSUMER_SETTINGS`."""
         leaders = self.leaders()
         others = sorted(set(self.recorder.state["alive"]) - set(leaders))
         if others and pick % 4 == 3:
