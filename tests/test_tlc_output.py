@@ -262,6 +262,19 @@ def test_find_java_and_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert find_tla2tools().name == "tla2tools.jar"
 
 
+def test_find_java_makes_a_relative_path_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLC runs in a directory of its own, so `--java build/.../java` (what make passes) must
+    come back absolute, or every config fails with java-missing."""
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    java.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    assert find_java("jdk/bin/java") == str(java)
+
+
 def test_tlc_command(tmp_path: Path, spec_dir: Path) -> None:
     """The command uses its own tmpdir and metadir, -deadlock unless asked, relative paths."""
     options = TlcOptions(java="java", jar=Path("/x/tla2tools.jar"), workers=3)

@@ -38,12 +38,13 @@ JAVA_HINT = "install Java 17 (e.g. apt-get install openjdk-17-jre-headless) or p
 
 
 def find_java(java: str | None = None) -> str:
-    """Resolve the Java executable: `java`, else $KREPLICA_JAVA, else `java` on PATH."""
+    """Resolve the Java executable: `java`, else $KREPLICA_JAVA, else `java` on PATH; an
+    absolute path, since TLC runs in a directory of its own (`--java build/...` must work)."""
     candidate = java or os.environ.get("KREPLICA_JAVA") or "java"
     resolved = shutil.which(candidate)
     if resolved is None:
         raise CheckerError(f"Java not found: {candidate!r} is not an executable; {JAVA_HINT}")
-    return resolved
+    return os.path.abspath(resolved)
 
 
 def find_tla2tools(jar: str | Path | None = None) -> Path:
