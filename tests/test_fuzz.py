@@ -12,9 +12,12 @@ import pytest
 
 from kreplica.conformance.bridge.checked_steps import (
     IMPLEMENTATION_ERROR,
+    OFFSETS,
     POWER_LOSS_INVARIANTS,
     SpecRecorder,
+    apply_checked,
     checked_violations,
+    offset_violations,
 )
 from kreplica.conformance.bridge.invariants import INVARIANTS
 from kreplica.conformance.bridge.schedule import (
@@ -116,6 +119,24 @@ def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
     assert result.failure is not None and result.failure.invariant == "IsrJoinsCaughtUp"
     assert "joined leader" in result.failure.reason
     assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=27, shrink=False).failure is None
+
+
+def test_a_log_whose_offsets_skip_one_breaks_consecutive_offsets() -> None:
+    """The projection reads a log's records in order, so the fuzzer checks the offsets
+    themselves: a LEO one past where the records end (a record's offset skipped) is found, by
+    the check and by a step through apply_checked, and a correct log is not."""
+    cluster = FuzzSetup().schedule().cluster()
+    recorder = SpecRecorder(cluster, TP, {})
+    for step in (Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0)):
+        assert apply_checked(recorder, step) is None
+    log = cluster.log(1, TP)
+    assert log is not None and [e.offset for e in log.entries] == [0]
+    assert offset_violations(cluster, TP) == []
+    log.next_offset += 1  # the next record would go to offset 2: offset 1 skipped
+    [(name, reason)] = offset_violations(cluster, TP)
+    assert name == OFFSETS and "broker 1: records at offsets [0], log start 0, LEO 2" in reason
+    found = apply_checked(recorder, Tick(1))
+    assert found is not None and found[0] == OFFSETS
 
 
 def test_the_fuzzer_takes_only_answers_that_are_on_the_network() -> None:
