@@ -115,10 +115,10 @@ def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
     """KAFKA-7128 (`no-leso-guard`) rarely loses data in a default run, but its ISR join below
     the new leader's epoch start breaks IsrJoinsCaughtUp (R11) at the join itself."""
     [target] = [t for t in TARGETS if t.word == "no-leso-guard"]
-    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=27, shrink=False)
+    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=38, shrink=False)
     assert result.failure is not None and result.failure.invariant == "IsrJoinsCaughtUp"
     assert "joined leader" in result.failure.reason
-    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=27, shrink=False).failure is None
+    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=38, shrink=False).failure is None
 
 
 def test_a_log_whose_offsets_skip_one_breaks_consecutive_offsets() -> None:
@@ -296,12 +296,12 @@ DETECTED = {
     "truncation=hw": (7, 100),
     "election=unclean": (0, 100),
     "acks=1": (0, 100),
-    "fencing=off": (3, 800),
+    "fencing=off": (41, 800),
 }
 STEPS = {"fencing=off": DEFAULT_STEPS}
-"""Steps per run, where a target's seed was found with other than 100: S4's seed 3 finds it
-in run 490 of 40 steps (of the seeds 0 to 9, only 3 did within 800 runs), and 14 seeds of 300
-runs of 100 steps did not (docs/fuzzing.md)."""
+"""Steps per run, where a target's seed was found with other than 100: S4's seed 41 finds it
+in run 254 of 40 steps (of the seeds 0 to 15 and 40 to 45, only 41 and 45 did within 800
+runs), and 14 seeds of 300 runs of 100 steps did not (docs/fuzzing.md)."""
 
 
 def test_every_seeded_bug_and_unsafe_variant_is_a_target() -> None:

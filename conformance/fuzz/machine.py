@@ -52,6 +52,7 @@ from hypothesis.stateful import (
 from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
+from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
 from kreplica.conformance.bridge.schedule import (
     TP,
@@ -113,6 +114,12 @@ INVALID_ACKS = 2
 """An acks value Kafka refuses (only -1, 0 and 1 are valid)."""
 ISOLATION_LEVELS = (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)
 """A consumer's isolation levels (Kafka's consumers read_uncommitted by default)."""
+STALE_POSITION = 6
+"""`pick % 8` of a consume that asks for an offset the log does not have, as a consumer whose
+position went stale (its leader truncated, or a client deleted records): one past the LEO, or
+half the time one below the log start when that is above 0. Kafka answers OFFSET_OUT_OF_RANGE
+at once, even to a FETCH that could wait (R15, R16); the consumer would then reset its position
+(auto.offset.reset), which is the LIST_OFFSETS rule's part."""
 INTERNAL_TP = TopicPartition("__consumer_offsets", 0)
 """A partition of an internal topic, which a producer may not write to."""
 
@@ -752,8 +759,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         """A consumer reads from a leader (one time in four from a broker that does not lead,
         if one runs), also while replication goes on, so a FETCH that waits in the purgatory
         sees the HW move (R16): at `record`'s offset if the broker holds it, else at its HW (one
-        time in two at the HW anyway, as a consumer that has read everything); read_committed
-        or read_uncommitted (the same bound, the HW, without transactions); with one of
+        time in two at the HW anyway, as a consumer that has read everything), and one time in
+        eight at a stale position outside the log (`STALE_POSITION`); read_committed or
+        read_uncommitted (the same bound, the HW, without transactions); with one of
         `CONSUMER_SETTINGS`."""
         leaders = self.leaders()
         others = sorted(set(self.recorder.state["alive"]) - set(leaders))
@@ -765,6 +773,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         offsets = [o for o, entry in enumerate(log) if entry["record"] == record]
         hw = self.recorder.state["hw"][broker - 1]
         offset = offsets[0] if offsets and pick < 32 else hw
+        if pick % 8 == STALE_POSITION:  # an invalid request: a position outside the log
+            start = log_start_of(self.recorder.state, broker)
+            offset = start - 1 if start > 0 and pick % 16 == STALE_POSITION else len(log) + 1
         isolation = ISOLATION_LEVELS[(pick // 16) % 2]
         step = ConsumerFetch(
             TP,
