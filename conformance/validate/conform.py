@@ -367,28 +367,15 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     from kreplica.conformance.validate.results import PARQUET
 
     sc = spark_context(run.master, run.conf)
-    for path in run.ship:
-        sc.addFile(str(path))
-    sc.addPyFile(str(package_zip()))
-    parts = _fresh(out.resolve() / PARQUET)
-    job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts)
-    traces = _traces(sc, local, remote, run.batch_size)
-    watcher = _watch(sc, traces.getNumPartitions(), progress)
+    # PySpark's own SIGINT handler is in place from here on, and it cancels jobs on the py4j
+    # connection the main thread is using: ours replaces it before the next py4j call
     interrupted = threading.Event()
     restore = _on_interrupt(lambda: _cancel(sc, interrupted))
     try:
-        sc.setJobGroup(JOB_GROUP, "check traces", interruptOnCancel=True)
-        written = traces.mapPartitionsWithIndex(lambda i, p: _check_share(i, p, job)).collect()
-    except Exception as err:
-        if interrupted.is_set():  # the job failed because it was cancelled: say so
-            _kill_checkers(run.master)
-            raise KeyboardInterrupt from None
-        raise CheckerError(f"a task failed: {spark_failure(err)}") from err
+        written = _run_job(sc, run, local, remote, progress, interrupted)
     finally:
         restore()
-        watcher.set()
-    if interrupted.is_set():
-        raise KeyboardInterrupt
+    parts = _fresh(out.resolve() / PARQUET)
     rows = 0
     for n, (index, packed) in enumerate(written):  # the successful attempt of each task
         part = unpack_rows(packed)
@@ -400,6 +387,43 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
 
 
 JOB_GROUP = "kreplica-conform"
+
+
+def _run_job(
+    sc: Any,
+    run: SparkRun,
+    local: list[Path],
+    remote: list[str],
+    progress: Progress,
+    interrupted: threading.Event,
+) -> list[Any]:
+    """Ship the checker, run the job, and return each task's packed rows; KeyboardInterrupt if
+    a Ctrl-C came (`interrupted`), before the job or while it ran."""
+    for path in run.ship:
+        sc.addFile(str(path))
+    sc.addPyFile(str(package_zip()))
+    job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts)
+    traces = _traces(sc, local, remote, run.batch_size)
+    watcher = _watch(sc, traces.getNumPartitions(), progress)
+    try:
+        if interrupted.is_set():  # a Ctrl-C while the job was being set up: do not start it
+            raise KeyboardInterrupt
+        sc.setJobGroup(JOB_GROUP, "check traces", interruptOnCancel=True)
+        written: list[Any] = traces.mapPartitionsWithIndex(
+            lambda i, p: _check_share(i, p, job)
+        ).collect()
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:
+        if interrupted.is_set():  # the job failed because it was cancelled: say so
+            _kill_checkers(run.master)
+            raise KeyboardInterrupt from None
+        raise CheckerError(f"a task failed: {spark_failure(err)}") from err
+    finally:
+        watcher.set()
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+    return written
 
 
 def _on_interrupt(first: Callable[[], None]) -> Callable[[], None]:
