@@ -412,9 +412,7 @@ def _run_job(
         written: list[Any] = traces.mapPartitionsWithIndex(
             lambda i, p: _check_share(i, p, job)
         ).collect()
-    except KeyboardInterrupt:
-        raise
-    except Exception as err:
+    except Exception as err:  # not a KeyboardInterrupt, which is no Exception: it goes on up
         if interrupted.is_set():  # the job failed because it was cancelled: say so
             _kill_checkers(run.master)
             raise KeyboardInterrupt from None
