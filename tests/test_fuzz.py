@@ -14,6 +14,7 @@ from kreplica.conformance.bridge.checked_steps import (
     IMPLEMENTATION_ERROR,
     OFFSETS,
     POWER_LOSS_INVARIANTS,
+    TAKES_EFFECT,
     SpecRecorder,
     apply_checked,
     checked_violations,
@@ -43,6 +44,7 @@ from kreplica.impl.steps import (
     DetectFailure,
     DoWork,
     Elect,
+    CheckpointHighWatermarks,
     Flush,
     Produce,
     Step,
@@ -137,6 +139,33 @@ def test_a_log_whose_offsets_skip_one_breaks_consecutive_offsets() -> None:
     assert name == OFFSETS and "broker 1: records at offsets [0], log start 0, LEO 2" in reason
     found = apply_checked(recorder, Tick(1))
     assert found is not None and found[0] == OFFSETS
+
+
+@pytest.mark.parametrize("step", [Flush(1), CheckpointHighWatermarks(1)])
+def test_a_durability_write_that_changes_nothing_breaks_step_takes_effect(
+    step: Step, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush or an HW checkpoint where the spec's action has work to do (a record above the
+    recovery point, an HW the checkpoint does not hold) must be recorded as that action: one
+    the simulator silently skips is found. Once done, the same step is no action and no
+    failure. The fuzzer offers the step only where it has work to do."""
+    cluster = FuzzSetup(replicas=1).schedule().cluster()
+    recorder = SpecRecorder(cluster, TP, {})
+    for produce in (Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0)):
+        assert apply_checked(recorder, produce) is None
+    kind = "flush" if isinstance(step, Flush) else "checkpoint"
+    assert CHOICES[kind](cluster, recorder.state) == [step]
+    with monkeypatch.context() as patched:
+        if isinstance(step, Flush):
+            patched.setattr(cluster.log_managers[1], "flush_all", lambda: None)
+        else:
+            patched.setattr(cluster.brokers[1], "checkpoint_high_watermarks", lambda: None)
+        found = apply_checked(recorder, step)
+    assert found is not None and found[0] == TAKES_EFFECT, found
+    assert f"{step!r} changed nothing" in found[1]
+    assert apply_checked(recorder, step) is None  # the real step does its work
+    assert CHOICES[kind](cluster, recorder.state) == []
+    assert apply_checked(recorder, step) is None  # nothing left to do: no action, no failure
 
 
 def test_the_fuzzer_takes_only_answers_that_are_on_the_network() -> None:

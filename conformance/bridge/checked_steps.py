@@ -30,8 +30,8 @@ from kreplica.conformance.bridge.lag_times import (
     read_ok,
     shrink_violations,
 )
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
-from kreplica.conformance.bridge.recorder import Args, Event, Recorder
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NOT_HOSTED, State
+from kreplica.conformance.bridge.recorder import BROKER_STEPS, Args, Event, Recorder
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import (
     AlterPartitionRequest,
@@ -43,7 +43,16 @@ from kreplica.impl.messages import (
     ProduceRequest,
     TopicPartition,
 )
-from kreplica.impl.steps import Deliver, DoWork, ShrinkIsr, Step
+from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
+    Deliver,
+    DetectFailure,
+    DoWork,
+    Flush,
+    HaltOnLogDirFailure,
+    ShrinkIsr,
+    Step,
+)
 
 Violation = tuple[str, str]
 """(invariant name, reason)."""
@@ -63,6 +72,10 @@ POWER_LOSS_INVARIANTS = frozenset(
 OFFSETS = "ConsecutiveOffsets"
 """The name a failure gets when a log's records do not sit at consecutive offsets from its log
 start offset to its LEO (`offset_violations`)."""
+
+TAKES_EFFECT = "StepTakesEffect"
+"""The name a failure gets when a step that is one spec action, taken where the spec enables
+that action, changed nothing (`effect_violations`)."""
 
 IMPLEMENTATION_ERROR = "ImplementationError"
 """The name a failure gets when a step raised an exception instead of breaking an invariant."""
@@ -137,6 +150,7 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         return None
     found = (
         _event_violations(recorder, events, before)
+        or effect_violations(step, before, [e.action for e in events])
         or offset_violations(recorder.cluster, recorder.tp)
         or _proposal_violations(recorder, before)
         or _timing_violations(recorder, step, before, fetcher, answer, isr_in_flight)
@@ -144,6 +158,38 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         or client_violations(recorder)
     )
     return found[0] if found else None
+
+
+def _enabled(step: Step, s: State) -> bool:
+    """The spec enables the one action of `step` in state `s` (its guard, but for the
+    model's bounds: MaxCrashes, MaxEpoch and the like bound TLC's search, not Kafka). A log
+    dir failure is left out: the projection sees a failed log dir only where a log exists."""
+    r = getattr(step, "broker", 0)
+    up = r in s["alive"] and r not in s["logDirOffline"]
+    if isinstance(step, Flush):
+        return up and s["recoveryPoint"][r - 1] < len(s["log"][r - 1])
+    if isinstance(step, CheckpointHighWatermarks):
+        hosted = s["leaderEpoch"][r - 1] != NOT_HOSTED
+        return up and hosted and s["hwCheckpoint"][r - 1] != s["hw"][r - 1]
+    if isinstance(step, HaltOnLogDirFailure):
+        return r in s["alive"] and r in s["logDirOffline"]
+    if isinstance(step, DetectFailure):
+        return r in s["ctrlLive"] and r not in s["alive"]
+    return False
+
+
+def effect_violations(step: Step, before: State, actions: list[str]) -> list[Violation]:
+    """A step that is one spec action (a flush, an HW checkpoint, a halt after a log dir
+    failure, the controller's failure detection), taken in a state where the spec enables
+    that action, is recorded as that action. The recorder names such a step only when the
+    state moved (a flush of a flushed log is no action, `recorder.NO_OPS`), so without this
+    check a step that silently did nothing where it had work to do would leave no trace."""
+    if not _enabled(step, before):
+        return []
+    name = BROKER_STEPS[type(step)]
+    if name in actions:
+        return []
+    return [(TAKES_EFFECT, f"{step!r} changed nothing, where the spec's {name} must")]
 
 
 def offset_violations(cluster: Cluster, tp: TopicPartition) -> list[Violation]:

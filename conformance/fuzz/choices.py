@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Callable
 
 from kreplica.conformance.bridge.invariants import log_start_of, logs_agree
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NOT_HOSTED, State
 from kreplica.conformance.bridge.schedule import (
     TP,
 )
@@ -16,6 +16,7 @@ from kreplica.conformance.fuzz.setup import (
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import AlterPartitionRequest, AlterPartitionResponse
 from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
     ConsumerFetch,
     ConsumerListOffsets,
     Crash,
@@ -172,6 +173,11 @@ CHOICES: dict[str, Choices] = {
     "flush": lambda c, s: [  # only in runs with unclean shutdowns: see choices()
         Flush(b) for b in sorted(s["alive"]) if s["recoveryPoint"][b - 1] < len(s["log"][b - 1])
     ],
+    "checkpoint": lambda c, s: [  # only in runs with unclean shutdowns: see choices()
+        CheckpointHighWatermarks(b)
+        for b in sorted(s["alive"] - s["logDirOffline"])
+        if s["leaderEpoch"][b - 1] != NOT_HOSTED and s["hwCheckpoint"][b - 1] != s["hw"][b - 1]
+    ],
     "restart": lambda c, s: [Restart(b) for b in _dead(c, s)],
     "detect_failure": lambda c, s: [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]],
     "elect": lambda c, s: [Elect(TP, b) for b in c.broker_ids],  # the dead too: refused
@@ -181,9 +187,10 @@ CHOICES: dict[str, Choices] = {
 network partitions) that the spec allows here. Left out, because the simulator would do
 nothing or step outside the spec's model: client links (see `_queues`); failure detection of
 a running broker; stopping the last running broker (or failing the log dir of the last one
-that serves); flushing a flushed log; shrinking an ISR whose followers are all caught up or not
-yet out of sync; a fetch by a follower in step with its leader (it would learn nothing and
-tell nothing: left out, it is a follower that is briefly slow)."""
+that serves); flushing a flushed log; checkpointing the HW a checkpoint holds already (or on
+a broker that hosts no partition yet); shrinking an ISR whose followers are all caught up or
+not yet out of sync; a fetch by a follower in step with its leader (it would learn nothing
+and tell nothing: left out, it is a follower that is briefly slow)."""
 
 _KIND_OF_TYPE: dict[type, str] = {
     Drop: "drop",
@@ -197,6 +204,7 @@ _KIND_OF_TYPE: dict[type, str] = {
     HaltOnLogDirFailure: "halt_on_log_dir_failure",
     UncleanShutdown: "unclean_shutdown",
     Flush: "flush",
+    CheckpointHighWatermarks: "checkpoint",
     Restart: "restart",
     DetectFailure: "detect_failure",
     Elect: "elect",

@@ -135,16 +135,16 @@ class ConsumerSettings:
 
 CONSUMER_SETTINGS = tuple(
     ConsumerSettings(wait, least, most)
-    for wait in (0, 500)
+    for wait in (0, 1, 500)
     for least in (1, RECORD_SIZE_BYTES, 2 * RECORD_SIZE_BYTES)
     for most in (1_048_576, RECORD_SIZE_BYTES - 1)
 )
-"""A consumer's settings, one per FETCH, each combination of: answered at once, or Kafka's
-default wait of 500 ms, which parks the FETCH in the leader's purgatory while the HW has too
-little past it; one byte (Kafka's default), exactly one record (a read of one record just
-reaches it), or two records at least; Kafka's default byte limit
-per partition, or one below a record (Kafka still returns the first record). The follower
-fetches stay unparked (`CONFIG`), as the spec answers them."""
+"""A consumer's settings, one per FETCH, each combination of: answered at once, the shortest
+wait (1 ms: parked, and expired by the next clock advance), or Kafka's default wait of 500 ms,
+which parks the FETCH in the leader's purgatory while the HW has too little past it; one byte
+(Kafka's default), exactly one record (a read of one record just reaches it), or two records
+at least; Kafka's default byte limit per partition, or one below a record (Kafka still returns
+the first record). The follower fetches stay unparked (`CONFIG`), as the spec answers them."""
 
 # ---------------------------------------------------------------- scheduling helpers
 
@@ -464,8 +464,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         found = self._choices.get(kind)
         if found is None:
             allowed = kind in self.kinds and (kind not in COSTLY_KINDS or self._may_fault())
-            if kind == "flush":  # flushing matters only to unclean shutdowns
-                allowed = "unclean_shutdown" in self.kinds and "flush" in self.kinds
+            if kind in ("flush", "checkpoint"):  # they matter only to unclean shutdowns
+                allowed = "unclean_shutdown" in self.kinds and kind in self.kinds
             if kind == "delete_records":  # as often as a record may be produced
                 allowed = allowed and self.records.ready(self.quiet())
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
@@ -880,6 +880,13 @@ class ReplicationMachine(RuleBasedStateMachine):
     def flush(self, pick: int) -> None:
         """A broker flushes its log (its recovery point moves to its LEO)."""
         self._choose("flush", pick)
+
+    @precondition(_can("checkpoint"))
+    @rule(pick=PICK)
+    def checkpoint(self, pick: int) -> None:
+        """A broker's highwatermark-checkpoint task runs early (the spec's
+        CheckpointHighWatermarks may run at any time; the clock runs it on schedule too)."""
+        self._choose("checkpoint", pick)
 
     @precondition(_can("restart"))
     @rule(pick=PICK)

@@ -72,7 +72,7 @@ SCHEDULING_KINDS = frozenset({"deliver", "reorder", "fetch"})
 CRASH_KINDS = frozenset(
     {"crash", "fail_log_dir", "halt_on_log_dir_failure", "restart", "detect_failure", "elect"}
 )
-UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush"})
+UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush", "checkpoint"})
 NETWORK_KINDS = frozenset({"drop", "duplicate", "isolate", "heal"})
 CLIENT_KINDS = frozenset({"delete_records"})
 """The client's requests that are spec actions, apart from produces: DeleteRecords."""
@@ -103,7 +103,8 @@ class FuzzSetup:
     faults: bool = True
     """Crashes, failed log dirs, restarts, failure detection, elections."""
     unclean: bool = True
-    """Unclean shutdowns (power loss: a log loses what was not flushed) and flushes."""
+    """Unclean shutdowns (power loss: a log loses what was not flushed), flushes and HW
+    checkpoints (what a power loss reads back)."""
     network: bool = True
     """Lost and duplicated messages, network partitions (reordering is always on)."""
     max_faults: int = 4
