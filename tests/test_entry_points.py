@@ -67,6 +67,7 @@ CASES = [
     module("bench.fuzz", "--seeds", "-1", names="--seeds"),
     module("bench.impl", "--rounds", "-1", names="--rounds"),
     module("bench.impl", "--brokers", "2", names="--brokers"),
+    module("bench.checkpoints", "--examples", "0", names="--examples"),
     script("tlc/record.py", "NoSuchConfig", names="NoSuchConfig"),
     script("tlc/kafka/record.py", "NoSuchConfig", names="NoSuchConfig"),
 ]

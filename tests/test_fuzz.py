@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import importlib
 import random
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kreplica.conformance.bench.checkpoints import count
 from kreplica.conformance.bridge.checked_steps import (
     IMPLEMENTATION_ERROR,
     OFFSETS,
@@ -37,6 +39,7 @@ from kreplica.conformance.fuzz.targets import TARGETS, Target
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.impl.messages import IsolationLevel
 from kreplica.impl.steps import (
+    CheckpointHighWatermarks,
     ConsumerFetch,
     ConsumerListOffsets,
     Crash,
@@ -44,11 +47,11 @@ from kreplica.impl.steps import (
     DetectFailure,
     DoWork,
     Elect,
-    CheckpointHighWatermarks,
     Flush,
     Produce,
     Step,
     Tick,
+    UncleanShutdown,
 )
 from kreplica.impl.variants import (
     BUGS,
@@ -117,10 +120,10 @@ def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
     """KAFKA-7128 (`no-leso-guard`) rarely loses data in a default run, but its ISR join below
     the new leader's epoch start breaks IsrJoinsCaughtUp (R11) at the join itself."""
     [target] = [t for t in TARGETS if t.word == "no-leso-guard"]
-    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=38, shrink=False)
+    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=42, shrink=False)
     assert result.failure is not None and result.failure.invariant == "IsrJoinsCaughtUp"
     assert "joined leader" in result.failure.reason
-    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=38, shrink=False).failure is None
+    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=42, shrink=False).failure is None
 
 
 def test_a_log_whose_offsets_skip_one_breaks_consecutive_offsets() -> None:
@@ -166,6 +169,25 @@ def test_a_durability_write_that_changes_nothing_breaks_step_takes_effect(
     assert apply_checked(recorder, step) is None  # the real step does its work
     assert CHOICES[kind](cluster, recorder.state) == []
     assert apply_checked(recorder, step) is None  # nothing left to do: no action, no failure
+
+
+def test_the_checkpoint_bench_counts_a_power_loss_below_the_checkpoint() -> None:
+    """`bench.checkpoints` counts a power loss whose broker's checkpoint is above the log that
+    survived it: one replica, a record committed and checkpointed, then the power loss."""
+    cluster = FuzzSetup(replicas=1).schedule().cluster()
+    recorder = SpecRecorder(cluster, TP, {})
+    steps = (Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0), CheckpointHighWatermarks(1))
+    for step in (*steps, UncleanShutdown(1)):
+        assert apply_checked(recorder, step) is None
+    counts: Counter[str] = Counter()
+    count(recorder.trace(), counts)
+    assert counts == Counter(
+        {
+            "checkpoints written": 1,
+            "power losses": 1,
+            "... leaving the checkpoint above the LEO": 1,
+        }
+    )
 
 
 def test_the_fuzzer_takes_only_answers_that_are_on_the_network() -> None:
@@ -319,18 +341,18 @@ DETECTED = {
     "early-ack": (0, 100),
     "hw-from-non-isr": (0, 100),
     "no-leso-guard": (6, 400),
-    "skip-same-leader-truncation": (9, 100),
+    "skip-same-leader-truncation": (6, 100),
     "hw-not-clamped": (0, 100),
-    "truncation=kip101": (1, 100),
-    "truncation=hw": (7, 100),
+    "truncation=kip101": (0, 100),
+    "truncation=hw": (2, 100),
     "election=unclean": (0, 100),
     "acks=1": (0, 100),
-    "fencing=off": (41, 800),
+    "fencing=off": (23, 800),
 }
 STEPS = {"fencing=off": DEFAULT_STEPS}
-"""Steps per run, where a target's seed was found with other than 100: S4's seed 41 finds it
-in run 254 of 40 steps (of the seeds 0 to 15 and 40 to 45, only 41 and 45 did within 800
-runs), and 14 seeds of 300 runs of 100 steps did not (docs/fuzzing.md)."""
+"""Steps per run, where a target's seed was found with other than 100: S4's seed 23 finds it
+in run 544 of 40 steps (of the seeds 0 to 23, only 23 did within 800 runs, 2026-11-27), and
+14 seeds of 300 runs of 100 steps did not (docs/fuzzing.md)."""
 
 
 def test_every_seeded_bug_and_unsafe_variant_is_a_target() -> None:

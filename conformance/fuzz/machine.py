@@ -744,9 +744,14 @@ class ReplicationMachine(RuleBasedStateMachine):
     @rule(pick=PICK, latest=st.booleans())
     def list_offsets(self, pick: int, latest: bool) -> None:
         """A consumer asks a running broker for the partition's latest offset (the HW) or its
-        earliest (the log start)."""
-        alive = sorted(self.recorder.state["alive"])
-        broker = alive[pick % len(alive)]
+        earliest (the log start): a broker that believes it leads, as `consume` chooses one
+        (one time in four one that does not, or any running broker when none leads)."""
+        leaders = self.leaders()
+        others = sorted(set(self.recorder.state["alive"]) - set(leaders))
+        if others and (pick % 4 == 3 or not leaders):
+            broker = others[(pick // 4) % len(others)]
+        else:
+            broker = leaders[pick % len(leaders)]
         timestamp = LATEST_TIMESTAMP if latest else EARLIEST_TIMESTAMP
         self._client_request(ConsumerListOffsets(TP, timestamp, broker), broker)
         answers = len(self.cluster.network.queue((broker, CLIENT)))
