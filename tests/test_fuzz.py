@@ -43,6 +43,7 @@ from kreplica.impl.steps import (
     ConsumerFetch,
     ConsumerListOffsets,
     Crash,
+    DeleteRecords,
     Deliver,
     DetectFailure,
     DoWork,
@@ -144,25 +145,29 @@ def test_a_log_whose_offsets_skip_one_breaks_consecutive_offsets() -> None:
     assert found is not None and found[0] == OFFSETS
 
 
-@pytest.mark.parametrize("step", [Flush(1), CheckpointHighWatermarks(1)])
-def test_a_durability_write_that_changes_nothing_breaks_step_takes_effect(
+@pytest.mark.parametrize("step", [Flush(1), CheckpointHighWatermarks(1), DeleteRecords(TP, 1)])
+def test_a_step_that_changes_nothing_where_the_spec_acts_breaks_step_takes_effect(
     step: Step, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A flush or an HW checkpoint where the spec's action has work to do (a record above the
-    recovery point, an HW the checkpoint does not hold) must be recorded as that action: one
-    the simulator silently skips is found. Once done, the same step is no action and no
-    failure. The fuzzer offers the step only where it has work to do."""
+    """A flush, an HW checkpoint or a deletion where the spec's action has work to do (a record
+    above the recovery point, an HW the checkpoint does not hold, a record below the HW) must
+    be recorded as that action: one the simulator silently skips is found. Once done, the same
+    step is no action and no failure. The fuzzer offers the step only where it has work to do."""
     cluster = FuzzSetup(replicas=1).schedule().cluster()
     recorder = SpecRecorder(cluster, TP, {})
     for produce in (Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0)):
         assert apply_checked(recorder, produce) is None
-    kind = "flush" if isinstance(step, Flush) else "checkpoint"
+    kind = {Flush: "flush", CheckpointHighWatermarks: "checkpoint"}.get(type(step))
+    kind = kind or "delete_records"
     assert CHOICES[kind](cluster, recorder.state) == [step]
     with monkeypatch.context() as patched:
         if isinstance(step, Flush):
             patched.setattr(cluster.log_managers[1], "flush_all", lambda: None)
-        else:
+        elif isinstance(step, CheckpointHighWatermarks):
             patched.setattr(cluster.brokers[1], "checkpoint_high_watermarks", lambda: None)
+        else:
+            log = cluster.log(1, TP)
+            patched.setattr(log, "maybe_increment_log_start_offset", lambda offset: None)
         found = apply_checked(recorder, step)
     assert found is not None and found[0] == TAKES_EFFECT, found
     assert f"{step!r} changed nothing" in found[1]

@@ -23,7 +23,7 @@ from kreplica.conformance.bridge.client_answers import (
     held_request_violations,
 )
 from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
-from kreplica.conformance.bridge.invariants import joins_caught_up, violations
+from kreplica.conformance.bridge.invariants import joins_caught_up, log_start_of, violations
 from kreplica.conformance.bridge.lag_times import (
     hw_violations,
     proposal_violations,
@@ -45,6 +45,7 @@ from kreplica.impl.messages import (
 )
 from kreplica.impl.steps import (
     CheckpointHighWatermarks,
+    DeleteRecords,
     Deliver,
     DetectFailure,
     DoWork,
@@ -175,18 +176,27 @@ def _enabled(step: Step, s: State) -> bool:
         return r in s["alive"] and r in s["logDirOffline"]
     if isinstance(step, DetectFailure):
         return r in s["ctrlLive"] and r not in s["alive"]
+    if isinstance(step, DeleteRecords):  # on the controller's leader, which the step asks
+        lead = s["ctrlLeader"]
+        return (
+            lead in s["alive"]
+            and lead not in s["logDirOffline"]
+            and s["leader"][lead - 1] == lead
+            and log_start_of(s, lead) < step.offset <= s["hw"][lead - 1]
+        )
     return False
 
 
 def effect_violations(step: Step, before: State, actions: list[str]) -> list[Violation]:
     """A step that is one spec action (a flush, an HW checkpoint, a halt after a log dir
-    failure, the controller's failure detection), taken in a state where the spec enables
-    that action, is recorded as that action. The recorder names such a step only when the
-    state moved (a flush of a flushed log is no action, `recorder.NO_OPS`), so without this
-    check a step that silently did nothing where it had work to do would leave no trace."""
+    failure, the controller's failure detection, a deletion of records above the log start),
+    taken in a state where the spec enables that action, is recorded as that action. The
+    recorder names such a step only when the state moved (a flush of a flushed log is no
+    action, `recorder.NO_OPS`; a deletion that failed is none either), so without this check a
+    step that silently did nothing where it had work to do would leave no trace."""
     if not _enabled(step, before):
         return []
-    name = BROKER_STEPS[type(step)]
+    name = "DeleteRecords" if isinstance(step, DeleteRecords) else BROKER_STEPS[type(step)]
     if name in actions:
         return []
     return [(TAKES_EFFECT, f"{step!r} changed nothing, where the spec's {name} must")]
