@@ -173,7 +173,7 @@ class FuzzProgress:
     "--unclean/--no-unclean",
     default=True,
     show_default=True,
-    help="Unclean shutdowns (power loss) and flushes.",
+    help="Unclean shutdowns (power loss), flushes and HW checkpoints.",
 )
 @click.option(
     "--network-faults/--no-network-faults",
