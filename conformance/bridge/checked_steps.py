@@ -133,7 +133,9 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
     """Apply one step through the recorder; the first violation it shows, if any (with
     `invariants` False, only exceptions count): the spec's invariants after each spec action
     (no idle fetcher after a LeaderAndIsr, the HW a follower's fetch sets by Kafka's clock),
-    an ISR change proposed under isr=alter-partition, then Kafka's timing rules (`backoff`,
+    a step that is one spec action doing it where the spec enables it (`effect_violations`),
+    every log's offsets (`offset_violations`), an ISR change proposed under
+    isr=alter-partition, then Kafka's timing rules (`backoff`,
     `lag_times`, `checkpoint_times`), then the client's answers and requests
     (`client_answers`).
 
