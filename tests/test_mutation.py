@@ -32,7 +32,7 @@ from kreplica.conformance.mutation.campaign import (
     run_mutant,
     unmutated_replays,
 )
-from kreplica.conformance.mutation.engine import plan, run, settings_of
+from kreplica.conformance.mutation.engine import picked, plan, run, settings_of
 from kreplica.conformance.mutation.operators import Mutant
 from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
 from kreplica.conformance.mutation.results import Results, load_equivalent, markdown, tally
@@ -106,6 +106,10 @@ def test_enumeration_is_deterministic_and_a_seed_gives_the_same_sample() -> None
     assert plan(80, 1) == plan(80, 1)
     assert plan(80, 1) != plan(80, 2)
     assert plan(10, 1) == plan(80, 1)[:10], "a smaller sample is a prefix of a larger one"
+    ids = [m.id for m in plan(3, 1)]
+    assert [m.id for m in picked([ids[2], ids[0], ids[2]])] == [ids[2], ids[0]]
+    assert settings_of(3, 1, Campaign(), ids)["mutants"] == ids
+    assert "sample" not in settings_of(3, 1, Campaign(), ids)
 
 
 def _mutant(file: str, operator: str, needle: str) -> Mutant:
@@ -203,6 +207,8 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         (["--sample", "1", "--steps", "3", "--out", "{tmp}/default-size"], "other settings"),
         (["--variants", "truncation=hw,election=bogus"], "--variants election=bogus"),
         (["--sample", "1", "--variants", "", "--out", "{tmp}/default-size"], "other settings"),
+        (["--mutant", "log.py:1:0:nope"], "--mutant log.py:1:0:nope"),
+        (["--mutant", "log.py:279:11:cmp-gt-ge", "--out", "{tmp}/default-size"], "other settings"),
     ],
     ids=[
         "sample-0",
@@ -215,6 +221,8 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         "another-campaign-size",
         "unknown-variant",
         "other-variants",
+        "unknown-mutant",
+        "picked-into-a-sample",
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:

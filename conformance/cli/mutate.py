@@ -18,7 +18,7 @@ from rich.table import Table
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import KreplicaError, file_error
 from kreplica.conformance.mutation.campaign import SURVIVED, Campaign, Outcome, run_baseline
-from kreplica.conformance.mutation.engine import plan, refuted, run, settings_of
+from kreplica.conformance.mutation.engine import picked, plan, refuted, run, settings_of
 from kreplica.conformance.mutation.results import (
     EQUIVALENT_FILE,
     Results,
@@ -34,6 +34,7 @@ Examples:
   kreplica mutate                         80 mutants, seed 1 (make mutation)
   kreplica mutate --seed 2 --jobs 2 --markdown build/mutation/seed-2.md
   kreplica mutate --sample 5 --out build/mutation/try
+  kreplica mutate --mutant log.py:279:11:cmp-gt-ge   one mutant, by its id
 
 \b
 Each sampled mutant (one small edit of impl/log.py, partition.py, ...: see
@@ -61,7 +62,8 @@ mutant's, and the verdict is error.
 Exit codes:
   0  every sampled mutant has an outcome (whatever the kill rate)
   1  the unmutated implementation fails the campaign: nothing was run
-  2  bad input: --sample below 1, an unknown variant in --variants, an
+  2  bad input: --sample below 1, a --mutant id that is no mutant's, an
+     unknown variant in --variants, an
      unreadable or malformed equivalent file,
      an --out that is a file, holds results of other settings or is in use
      by another kreplica mutate, an unwritable --markdown
@@ -119,6 +121,9 @@ def _lock(folder: Path) -> int:
 @click.option("--equivalent", "equivalent_path", type=click.Path(path_type=Path),
               default=EQUIVALENT_FILE, show_default=False,
               help="TOML file of equivalent mutants (default: the shipped one).")  # fmt: skip
+@click.option("--mutant", "mutant_ids", multiple=True, metavar="ID",
+              help="Run this mutant (an id such as log.py:279:11:cmp-gt-ge; repeatable) "
+              "in place of a sample.")  # fmt: skip
 def mutate_command(
     size: int,
     seed: int,
@@ -130,6 +135,7 @@ def mutate_command(
     variants: str,
     markdown_path: Path | None,
     equivalent_path: Path,
+    mutant_ids: tuple[str, ...],
 ) -> int:
     """Mutation testing: how many small edits of impl/ the fuzz + conformance campaign kills."""
     if size < 1:
@@ -141,12 +147,15 @@ def mutate_command(
             parse_variant([v])
         except VariantError as err:
             raise KreplicaError(f"--variants {v}: {err}") from None
+    try:
+        mutants = picked(mutant_ids) if mutant_ids else plan(size, seed)
+    except KeyError as err:
+        raise KreplicaError(f"--mutant {err.args[0]}: no mutant of the core has this id") from None
     campaign = Campaign(examples, steps, seed, time_limit, chosen)
-    folder = out or Path("build/mutation") / f"seed-{seed}"
+    folder = out or Path("build/mutation") / (f"seed-{seed}" + ("-picked" if mutant_ids else ""))
     fd = _lock(folder)
     click.get_current_context().call_on_close(lambda: os.close(fd))
-    results = Results.open(folder, settings_of(size, seed, campaign))
-    mutants = plan(size, seed)
+    results = Results.open(folder, settings_of(size, seed, campaign, mutant_ids))
     errors = make_console(stderr=True)
     done = sum(m.id in results.outcomes for m in mutants)
     commit = _commit()
@@ -185,8 +194,9 @@ def mutate_command(
         size_options = (
             "" if (examples, steps) == (150, 50) else (f" --examples {examples} --steps {steps}")
         )
+        chosen_options = "".join(f" --mutant {i}" for i in mutant_ids) or f" --sample {size}"
         header = (
-            f"`kreplica mutate --sample {size} --seed {seed}{size_options}`: commit {commit}; "
+            f"`kreplica mutate{chosen_options} --seed {seed}{size_options}`: commit {commit}; "
             f"{len(mutants) - done} mutant(s) run now in {wall:.0f} s ({jobs} job(s)), "
             f"{done} taken from an earlier run; the campaigns took {spent:.0f} s in all"
         )

@@ -11,7 +11,7 @@ Python rather than the command, which exits instead of returning.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -37,9 +37,23 @@ def plan(size: int, seed: int) -> list[Mutant]:
     return sample(all_mutants(), size, seed)
 
 
-def settings_of(size: int, seed: int, campaign: Campaign) -> dict[str, object]:
-    """What a results.json must share to be resumed: the sample and the campaign."""
-    return {"sample": size, "seed": seed, **asdict(campaign), "variants": list(campaign.variants)}
+def picked(ids: Sequence[str]) -> list[Mutant]:
+    """The mutants of the core named by `ids`, in that order; KeyError naming the first id
+    that is no mutant's."""
+    by_id = {m.id: m for m in all_mutants()}
+    for mutant_id in ids:
+        if mutant_id not in by_id:
+            raise KeyError(mutant_id)
+    return [by_id[mutant_id] for mutant_id in dict.fromkeys(ids)]
+
+
+def settings_of(
+    size: int, seed: int, campaign: Campaign, ids: Sequence[str] = ()
+) -> dict[str, object]:
+    """What a results.json must share to be resumed: the sample (or the mutants picked by id)
+    and the campaign."""
+    chosen: dict[str, object] = {"mutants": list(ids)} if ids else {"sample": size}
+    return {**chosen, "seed": seed, **asdict(campaign), "variants": list(campaign.variants)}
 
 
 def run(
