@@ -23,8 +23,10 @@ from kreplica.conformance.fuzz.liveness import (
     REPLICATED,
     SETTLE_TICKS,
     SentProduce,
+    kafka_10706,
     progress_violation,
 )
+from kreplica.conformance.fuzz.liveness import KAFKA_10706 as KAFKA_10706_NAME
 from kreplica.conformance.fuzz.machine import RunStats
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
@@ -37,6 +39,7 @@ from kreplica.impl.errors import Errors
 from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import TopicPartition
 from kreplica.impl.steps import Deliver, DoWork, Elect, Produce
+from kreplica.impl.variants import parse_variant
 
 CONFIG = BrokerConfig(replica_fetch_wait_max_ms=0)
 """Follower fetches answered at once, as the fuzzer's."""
@@ -176,3 +179,33 @@ def test_settling_finds_kafka_10706_a_real_kafka_2_6_livelock() -> None:
     assert "still busy after" in found[1]
     assert "LeaderHandleOffsetsForLeaderEpoch" in found[1]
     assert machine.recorder.state["fetchState"][1] == "Truncating"
+    assert kafka_10706(machine.cluster, machine.recorder.state) == 2
+
+
+def test_a_run_that_settles_into_kafka_10706_is_counted_not_failed() -> None:
+    """The run ends in KAFKA-10706: the liveness check names it in the run's #meta and the
+    campaign counts it, but the run does not fail (it is Kafka 2.6's behaviour, which the
+    implementation keeps)."""
+    stats = RunStats()
+    machine = machine_for(FuzzSetup(), stats, 0, 50)()
+    for step in KAFKA_10706:
+        machine._apply(step)
+    machine.teardown()  # raises FuzzFailure if the run failed
+    assert machine.known_livelock == KAFKA_10706_NAME
+    assert machine.corpus_trace().meta["known_livelock"] == "KAFKA-10706"
+    assert stats.known_livelocks == 1 and stats.failing_runs == 0
+
+
+def test_kafka_10706_names_only_its_own_livelock() -> None:
+    """A follower stuck in Truncating elsewhere is no KAFKA-10706: not after the first two
+    elections of the scenario (its epoch cache does not end with an epoch it wrote nothing in
+    yet), nor under truncation=kip101, whose truncation always completes."""
+    machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
+    for step in KAFKA_10706[:-1]:
+        machine._apply(step)
+    assert kafka_10706(machine.cluster, machine.recorder.state) is None
+    kip101 = machine_for(FuzzSetup(parse_variant(["truncation=kip101"])), RunStats(), 0, 50)()
+    for step in KAFKA_10706:
+        kip101._apply(step)
+    assert kip101.settle() is None
+    assert kafka_10706(kip101.cluster, kip101.recorder.state) is None

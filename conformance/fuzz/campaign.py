@@ -204,7 +204,20 @@ def action_mix_lines(stats: RunStats) -> list[str]:
     )
     mix = ", ".join(f"{name} {n:,}" for n, name in taken) or "none"
     missing = never_taken(stats)
-    return [f"actions: {mix}", f"never taken: {', '.join(missing) or 'none'}"]
+    return [f"actions: {mix}", f"never taken: {', '.join(missing) or 'none'}", churn_line(stats)]
+
+
+def churn_line(stats: RunStats) -> str:
+    """How often the campaign's generated runs changed leaders, and truncated across epochs."""
+    counts = stats.leader_changes
+    runs = sum(counts.values())
+    once = sum(n for changes, n in counts.items() if changes >= 1)
+    twice = sum(n for changes, n in counts.items() if changes >= 2)
+    return (
+        f"leader changes: {once:,} of {runs:,} runs moved the leader, {twice:,} twice or more; "
+        f"{stats.multi_epoch_truncations:,} OffsetsForLeaderEpoch requests from a follower "
+        f"caching two epochs or more"
+    )
 
 
 def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
@@ -222,6 +235,11 @@ def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
     if f is None:
         limit = f" (time limit of {s.time_limit:g} s)" if s.timed_out and s.time_limit else ""
         settled = ", every run settled" if result.setup.invariants else ""
+        if s.known_livelocks:
+            settled += (
+                f" or, {s.known_livelocks:,} of them, into KAFKA-10706 (Kafka 2.6's truncation "
+                "livelock, not counted as a failure: docs/fuzzing.md)"
+            )
         return [*lines, f"no invariant failed{settled}{limit}"]
     lines += [
         f"violation {f.invariant}: {f.reason}",

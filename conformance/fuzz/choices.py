@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Callable
 
 from kreplica.conformance.bridge.invariants import log_start_of, logs_agree
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NOT_HOSTED, State
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, NOT_HOSTED, State
 from kreplica.conformance.bridge.schedule import (
     TP,
 )
@@ -98,6 +98,31 @@ def _deletions(c: Cluster, s: State) -> list[Step]:
     return [DeleteRecords(TP, offset) for offset in range(start + 1, hw + 1)]
 
 
+def _wrote_in_office(s: State) -> bool:
+    """The controller's leader has taken office at the controller's epoch and appended a
+    record in it: its epoch cache's last epoch is that epoch, and starts below its LEO."""
+    b, epoch = s["ctrlLeader"], s["ctrlEpoch"]
+    if b == NO_LEADER or s["leader"][b - 1] != b or s["leaderEpoch"][b - 1] != epoch:
+        return False
+    cache = s["epochCache"][b - 1]
+    return (
+        bool(cache)
+        and cache[-1]["epoch"] == epoch
+        and cache[-1]["startOffset"] < len(s["log"][b - 1])
+    )
+
+
+def _leader_changes(c: Cluster, s: State) -> list[Step]:
+    """Clean elections that move leadership, from a leader that has written in its epoch
+    (`_wrote_in_office`), to each live ISR replica but it (the controller's view: `ctrlIsr`,
+    `ctrlLive`). A leader deposed before it wrote keeps an epoch without records at the end of
+    its log, and as a follower it may then never finish truncating: KAFKA-10706, a Kafka 2.6
+    livelock (docs/fuzzing.md). The elect fault still deposes such leaders."""
+    if not _wrote_in_office(s):
+        return []
+    return [Elect(TP, b) for b in sorted(s["ctrlIsr"] & s["ctrlLive"]) if b != s["ctrlLeader"]]
+
+
 def next_deadline_ms(c: Cluster) -> int | None:
     """How far off the next deadline of a running broker is: a parked produce's or fetch's
     expiry, the end of a fetch back-off, a request's timeout (`Broker.next_timer_ms`)."""
@@ -181,6 +206,7 @@ CHOICES: dict[str, Choices] = {
     "restart": lambda c, s: [Restart(b) for b in _dead(c, s)],
     "detect_failure": lambda c, s: [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]],
     "elect": lambda c, s: [Elect(TP, b) for b in c.broker_ids],  # the dead too: refused
+    "change_leader": _leader_changes,  # only in runs that plan leader changes: see choices()
     "delete_records": _deletions,
 }
 """For each rule, the steps it may take now: the steps of `Cluster.enabled_steps()` (plus

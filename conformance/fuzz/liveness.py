@@ -17,15 +17,20 @@ Then `progress_violation` requires (the names are those of a failure, like an in
   is not scheduled to fetch again) (R9, R10);
 - `EventuallyAnswered`: every acks=-1 produce delivered to a broker that has not crashed since
   got an answer, an ack or an error (R12, R17).
+
+One livelock is Kafka 2.6's own, and the implementation keeps it as the release it models
+does: KAFKA-10706 (`kafka_10706`). A run that settles into it is counted apart, not failed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kreplica.conformance.bridge.checked_steps import Violation
 from kreplica.conformance.bridge.invariants import logs_agree
-from kreplica.conformance.bridge.projection import CLIENT, State
+from kreplica.conformance.bridge.projection import CLIENT, UNDEFINED, State
 from kreplica.conformance.bridge.schedule import TP
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.impl.cluster import Cluster
@@ -55,6 +60,49 @@ LOOP_EVENTS = 12
 
 IDLE_LIMIT = 8
 """Steps in a row that record no spec action after which the cluster counts as quiet."""
+
+
+KAFKA_10706 = "KAFKA-10706"
+"""The name of Kafka 2.6's truncation livelock (`kafka_10706`), in summaries and trace #meta."""
+
+
+def _end_offset_for(cache: Sequence[Any], requested: int, leo: int) -> tuple[int, int]:
+    """The spec's EndOffsetFor (Kafka 2.6's LeaderEpochFileCache.endOffsetFor, R6): the epoch
+    at most `requested` and where it ends, in an epoch cache of a log ending at `leo`."""
+    if requested == UNDEFINED or not cache:
+        return UNDEFINED, UNDEFINED
+    if requested == cache[-1]["epoch"]:
+        return requested, leo
+    higher = [e for e in cache if e["epoch"] > requested]
+    at_most = [e for e in cache if e["epoch"] <= requested]
+    if not higher:
+        return UNDEFINED, UNDEFINED
+    if not at_most:
+        return requested, cache[0]["startOffset"]
+    return at_most[-1]["epoch"], higher[0]["startOffset"]
+
+
+def kafka_10706(c: Cluster, s: State) -> int | None:
+    """A follower caught in KAFKA-10706, Kafka 2.6's truncation livelock (apache/kafka#9633,
+    fixed after 2.6.0), or None: it truncates, its leader's answer it does not know (R6 case
+    d), to its own LEO, where its epoch cache ends with an epoch it wrote nothing in (it led,
+    briefly); 2.6's Log.truncateTo returns early at the LEO and leaves the cache alone, so the
+    follower asks for that epoch again, and again."""
+    if c.variant.truncation != "kip279":
+        return None
+    for f in sorted(s["alive"]):
+        leader, cache, leo = s["leader"][f - 1], s["epochCache"][f - 1], len(s["log"][f - 1])
+        if s["fetchState"][f - 1] != "Truncating" or leader not in s["alive"]:
+            continue
+        if not cache or cache[-1]["startOffset"] != leo:
+            continue
+        answer = _end_offset_for(
+            s["epochCache"][leader - 1], cache[-1]["epoch"], len(s["log"][leader - 1])
+        )
+        mine = _end_offset_for(cache, answer[0], leo)
+        if UNDEFINED not in (*answer, mine[1]) and mine[0] != answer[0] and mine[1] >= leo:
+            return int(f)
+    return None
 
 
 @dataclass(frozen=True)

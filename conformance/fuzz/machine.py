@@ -53,7 +53,7 @@ from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
 from kreplica.conformance.bridge.invariants import log_start_of
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, State
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, State
 from kreplica.conformance.bridge.schedule import (
     TP,
     variant_to_json,
@@ -63,12 +63,14 @@ from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
 from kreplica.conformance.fuzz.liveness import (
     IDLE_LIMIT,
+    KAFKA_10706,
     LOOP_EVENTS,
     REPLICATED,
     SETTLE_ELECTIONS,
     SETTLE_MAX_STEPS,
     SETTLE_TICKS,
     SentProduce,
+    kafka_10706,
     next_settling_step,
     progress_violation,
     stale_election,
@@ -234,6 +236,15 @@ class RunStats:
     """Spec actions taken, by name, in the runs Hypothesis generated (not in shrinking)."""
     coverage: Coverage = field(default_factory=Coverage)
     """The abstract states the generated runs reached (see `guidance`)."""
+    leader_changes: Counter[int] = field(default_factory=Counter)
+    """Generated runs by how many times the controller's leader moved to another broker."""
+    known_livelocks: int = 0
+    """Generated runs that settled into KAFKA-10706, Kafka 2.6's truncation livelock
+    (`liveness.kafka_10706`): counted here, not failed."""
+    multi_epoch_truncations: int = 0
+    """OffsetsForLeaderEpoch requests of the generated runs sent by a follower whose epoch
+    cache held two epochs or more (R6's truncation across epochs, KIP-101 and KIP-279); runs
+    that settled into KAFKA-10706 left out (it repeats one such request)."""
 
     @property
     def elapsed(self) -> float:
@@ -302,6 +313,16 @@ RECORD_BUDGETS = (1, 2, 1, 2, 3, 4, 8, UNLIMITED)
 """Records per run: the spec's counterexamples need one or two, in a run with little else
 going on; unlimited runs grow longer logs."""
 
+LEADER_CHANGES = (0, 2, 0, 3)
+"""Planned leader changes per run, besides the faults: clean elections that move leadership
+to another ISR replica, as a preferred-replica election or a controlled shutdown does. Half
+the runs have two or three, spaced like records, so that records are written under several
+leader epochs and a follower's epoch cache holds more than one (the multi-epoch truncation of
+R6, KIP-101 and KIP-279), and so that two elections can follow each other before a deposed
+leader hears of either (S4). Without them most runs never change leaders: a crash moves
+leadership only once the controller detects it, and an elect fault picks the leader itself,
+or a dead or out-of-sync broker, as often as another."""
+
 
 @dataclass
 class Budget:
@@ -367,6 +388,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         self._choices: dict[str, list[Step]] = {}
         self.faults = Budget(self.setup.max_faults)
         self.records = Budget(UNLIMITED)
+        self.leader_changes = Budget(0)
         self.kinds = self.setup.kinds
         self.priority = {node: rank for rank, node in enumerate(self._nodes())}
         self.change_points = False
@@ -378,6 +400,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.stats.run_started()
         self.run = self.stats.runs
         self.violation: Violation | None = None
+        self.known_livelock: str | None = None
+        """The Kafka 2.6 livelock the run settled into, if it did (`liveness.kafka_10706`)."""
         self.sent: list[SentProduce] = []
         """The acks=-1 produces delivered to a broker (each must get an answer)."""
         self.visited: set[AbstractState] = {abstract_state(self.recorder.state)}
@@ -396,6 +420,8 @@ class ReplicationMachine(RuleBasedStateMachine):
             except FuzzFailure as err:
                 late = err
         if self._generated():
+            self._count_churn()
+            self.stats.known_livelocks += self.known_livelock is not None
             self.stats.actions.update(e.action for e in self.recorder.events[1:])
             rarity = self.stats.coverage.observe(self.visited)
             if self.setup.guided:
@@ -404,10 +430,29 @@ class ReplicationMachine(RuleBasedStateMachine):
         if late is not None:
             raise late
 
+    def _count_churn(self) -> None:
+        """Count the run's leader changes and multi-epoch truncation requests (RunStats)."""
+        events = self.recorder.events
+        leaders = [e.state["ctrlLeader"] for e in events if e.state["ctrlLeader"] != NO_LEADER]
+        changes = sum(a != b for a, b in itertools.pairwise(leaders))
+        self.stats.leader_changes[changes] += 1
+        if self.known_livelock is not None:
+            return  # its requests repeat one (see liveness.kafka_10706)
+        self.stats.multi_epoch_truncations += sum(
+            len(before.state["epochCache"][e.args["replica"] - 1]) >= 2
+            for before, e in itertools.pairwise(events)
+            if e.action == "FollowerSendOffsetsForLeaderEpoch"
+        )
+
     def _settled_failure(self) -> FuzzFailure | None:
-        """Settle the cluster: the liveness failure it shows (None: it made progress, or
-        invariants are not checked); FuzzFailure if an invariant fails while settling."""
+        """Settle the cluster: the liveness failure it shows (None: it made progress, it
+        settled into Kafka 2.6's own livelock, KAFKA-10706, which `known_livelock` then names,
+        or invariants are not checked); FuzzFailure if an invariant fails while settling."""
         found = self.settle()
+        stuck = found is not None and found[0] == REPLICATED
+        if stuck and kafka_10706(self.cluster, self.recorder.state) is not None:
+            self.known_livelock = KAFKA_10706
+            return None
         if found is None or not self.setup.invariants:
             return None
         self.violation = found
@@ -455,6 +500,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         }
         if self.violation is not None:
             meta["violation"] = {"invariant": self.violation[0], "reason": self.violation[1]}
+        if self.known_livelock is not None:
+            meta["known_livelock"] = self.known_livelock
         return replace(trace, meta=meta)
 
     # ------------------------------------------------------------ plumbing
@@ -468,6 +515,8 @@ class ReplicationMachine(RuleBasedStateMachine):
                 allowed = "unclean_shutdown" in self.kinds and kind in self.kinds
             if kind == "delete_records":  # as often as a record may be produced
                 allowed = allowed and self.records.ready(self.quiet())
+            if kind == "change_leader":  # as planned (LEADER_CHANGES)
+                allowed = allowed and self.leader_changes.ready(self.quiet())
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
             if kind == "shrink_isr" and allowed:
                 found = sorted(set(found) | set(self._lagging_by_the_clock()), key=repr)
@@ -521,6 +570,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         stirred = not self._faulting and stirred_by(before, after)
         self.faults.tick(stirred)
         self.records.tick()
+        self.leader_changes.tick()
         self._choices = {}
 
     def _choose(self, kind: str, pick: int) -> None:
@@ -606,6 +656,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         record_gap=PICK,
         swarm=PICK,
         order=st.integers(0, 719),
+        churn=PICK,
     )
     def plan(
         self,
@@ -616,18 +667,22 @@ class ReplicationMachine(RuleBasedStateMachine):
         record_gap: int,
         swarm: int,
         order: int,
+        churn: int,
     ) -> None:
         """Plan the run, like a small spec config: how many faults and records, how soon
         after a stir a fault strikes, how far apart the records are, whether the faults are
-        all of one kind, whether logs are flushed, and the nodes' priorities. Each choice
-        shrinks towards the simplest run: one fault right after a stir, one record, every
-        kind of fault, flushes, fixed priorities in the natural order."""
+        all of one kind, whether logs are flushed, the nodes' priorities, and how many
+        planned leader changes, how far apart (`LEADER_CHANGES`). Each choice shrinks towards
+        the simplest run: one fault right after a stir, one record, every kind of fault,
+        flushes, fixed priorities in the natural order, no planned leader change."""
         count = min(self.setup.max_faults, FAULT_COUNTS[faults % len(FAULT_COUNTS)])
         self.faults = self._fault_budget(count, timing)
         self.records = Budget(RECORD_BUDGETS[records % len(RECORD_BUDGETS)], self._gap(record_gap))
         self._focus(focus)
         self._swarm(swarm)
         self._prioritise(order)
+        changes = LEADER_CHANGES[churn % len(LEADER_CHANGES)]
+        self.leader_changes = Budget(changes, self._gap(churn // len(LEADER_CHANGES)))
 
     def _fault_budget(self, count: int, timing: int) -> Budget:
         """`count` faults with trigger timing: each within a window of FAULT_WINDOWS steps
@@ -904,6 +959,14 @@ class ReplicationMachine(RuleBasedStateMachine):
     def detect_failure(self, pick: int) -> None:
         """The controller sees a dead broker's session expire, and re-elects."""
         self._choose("detect_failure", pick)
+
+    @precondition(_can("change_leader"))
+    @rule(pick=PICK)
+    def change_leader(self, pick: int) -> None:
+        """The controller moves leadership to another live ISR replica (a planned leader
+        change: `LEADER_CHANGES`)."""
+        self._choose("change_leader", pick)
+        self.leader_changes.spend()
 
     @precondition(_can("elect"))
     @rule(pick=PICK)

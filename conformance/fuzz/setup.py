@@ -70,7 +70,15 @@ PROGRESS_KINDS = frozenset({"deliver", "reorder", "fetch", "shrink_isr"})
 SCHEDULING_KINDS = frozenset({"deliver", "reorder", "fetch"})
 """The rules that schedule the nodes' work: they favour high-priority nodes."""
 CRASH_KINDS = frozenset(
-    {"crash", "fail_log_dir", "halt_on_log_dir_failure", "restart", "detect_failure", "elect"}
+    {
+        "crash",
+        "fail_log_dir",
+        "halt_on_log_dir_failure",
+        "restart",
+        "detect_failure",
+        "elect",
+        "change_leader",
+    }
 )
 UNCLEAN_KINDS = frozenset({"unclean_shutdown", "flush", "checkpoint"})
 NETWORK_KINDS = frozenset({"drop", "duplicate", "isolate", "heal"})
