@@ -121,10 +121,10 @@ def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
     """KAFKA-7128 (`no-leso-guard`) rarely loses data in a default run, but its ISR join below
     the new leader's epoch start breaks IsrJoinsCaughtUp (R11) at the join itself."""
     [target] = [t for t in TARGETS if t.word == "no-leso-guard"]
-    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=42, shrink=False)
+    result = run_fuzz(target.default_setup, 200, max_steps=40, seed_value=1, shrink=False)
     assert result.failure is not None and result.failure.invariant == "IsrJoinsCaughtUp"
     assert "joined leader" in result.failure.reason
-    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=42, shrink=False).failure is None
+    assert run_fuzz(FuzzSetup(), 200, max_steps=40, seed_value=1, shrink=False).failure is None
 
 
 def test_a_log_whose_offsets_skip_one_breaks_consecutive_offsets() -> None:
@@ -348,7 +348,7 @@ DETECTED = {
     "no-leso-guard": (6, 400),
     "skip-same-leader-truncation": (6, 100),
     "hw-not-clamped": (0, 100),
-    "truncation=kip101": (0, 100),
+    "truncation=kip101": (2, 100),
     "truncation=hw": (2, 100),
     "election=unclean": (0, 100),
     "acks=1": (0, 100),
@@ -434,7 +434,7 @@ def test_a_campaign_without_invariants_reports_the_exception(
 
 
 def test_the_bench_counts_only_a_targets_own_failure_as_found() -> None:
-    """A fencing=off campaign that stops at KAFKA-10706's livelock (EventuallyReplicated) has
+    """A fencing=off campaign that stops at another failure (EventuallyReplicated, say) has
     not found S4: the bench's table counts it apart, and its time is not a detection time."""
     from kreplica.conformance.bench.fuzz import Detection
     from kreplica.conformance.fuzz.campaign import FuzzResult

@@ -42,8 +42,9 @@ class Curve:
     points: tuple[tuple[float, int], ...]
     runs: int
     found: str | None = None
-    """What stopped the campaign early: a requirement the correct protocol broke (Kafka 2.6.0's
-    truncation livelock KAFKA-10706 is the one known, docs/fuzzing.md), or None."""
+    """What stopped the campaign early: a requirement the correct protocol broke, or None
+    (Kafka 2.6.0's truncation livelock KAFKA-10706 stopped campaigns until 2026-11-27; it is
+    now counted, not failed: docs/fuzzing.md)."""
 
     @property
     def final(self) -> int:

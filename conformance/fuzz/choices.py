@@ -98,7 +98,7 @@ def _deletions(c: Cluster, s: State) -> list[Step]:
     return [DeleteRecords(TP, offset) for offset in range(start + 1, hw + 1)]
 
 
-def _wrote_in_office(s: State) -> bool:
+def wrote_in_office(s: State) -> bool:
     """The controller's leader has taken office at the controller's epoch and appended a
     record in it: its epoch cache's last epoch is that epoch, and starts below its LEO."""
     b, epoch = s["ctrlLeader"], s["ctrlEpoch"]
@@ -113,13 +113,8 @@ def _wrote_in_office(s: State) -> bool:
 
 
 def _leader_changes(c: Cluster, s: State) -> list[Step]:
-    """Clean elections that move leadership, from a leader that has written in its epoch
-    (`_wrote_in_office`), to each live ISR replica but it (the controller's view: `ctrlIsr`,
-    `ctrlLive`). A leader deposed before it wrote keeps an epoch without records at the end of
-    its log, and as a follower it may then never finish truncating: KAFKA-10706, a Kafka 2.6
-    livelock (docs/fuzzing.md). The elect fault still deposes such leaders."""
-    if not _wrote_in_office(s):
-        return []
+    """Clean elections that move leadership: to each live ISR replica but the controller's
+    leader (the controller's view: `ctrlIsr`, `ctrlLive`)."""
     return [Elect(TP, b) for b in sorted(s["ctrlIsr"] & s["ctrlLive"]) if b != s["ctrlLeader"]]
 
 

@@ -58,7 +58,7 @@ from kreplica.conformance.bridge.schedule import (
     TP,
     variant_to_json,
 )
-from kreplica.conformance.fuzz.choices import CHOICES, behind, next_deadline_ms
+from kreplica.conformance.fuzz.choices import CHOICES, behind, next_deadline_ms, wrote_in_office
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
 from kreplica.conformance.fuzz.liveness import (
@@ -315,11 +315,14 @@ going on; unlimited runs grow longer logs."""
 
 LEADER_CHANGES = (0, 2, 0, 3)
 """Planned leader changes per run, besides the faults: clean elections that move leadership
-to another ISR replica, as a preferred-replica election or a controlled shutdown does. Half
-the runs have two or three, spaced like records, so that records are written under several
-leader epochs and a follower's epoch cache holds more than one (the multi-epoch truncation of
-R6, KIP-101 and KIP-279), and so that two elections can follow each other before a deposed
-leader hears of either (S4). Without them most runs never change leaders: a crash moves
+to another live ISR replica, as a preferred-replica election or a controlled shutdown does.
+Half the runs have two or three, spaced like records. In half of those a change waits until
+the leader has taken office and written a record in its epoch (`choices.wrote_in_office`), so
+records are written under several leader epochs and followers cache more than one (the
+multi-epoch truncation of R6, KIP-101 and KIP-279); in the other half (hasty) it may come at
+once, so that two elections follow each other before a deposed leader hears of either (S4),
+and a leader may be deposed with an epoch it wrote nothing in (which can end in KAFKA-10706,
+`liveness.kafka_10706`). Without them most runs never change leaders: a crash moves
 leadership only once the controller detects it, and an elect fault picks the leader itself,
 or a dead or out-of-sync broker, as often as another."""
 
@@ -389,6 +392,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.faults = Budget(self.setup.max_faults)
         self.records = Budget(UNLIMITED)
         self.leader_changes = Budget(0)
+        self.hasty = False
+        """Planned leader changes need not wait for the leader to write in its epoch."""
         self.kinds = self.setup.kinds
         self.priority = {node: rank for rank, node in enumerate(self._nodes())}
         self.change_points = False
@@ -517,6 +522,7 @@ class ReplicationMachine(RuleBasedStateMachine):
                 allowed = allowed and self.records.ready(self.quiet())
             if kind == "change_leader":  # as planned (LEADER_CHANGES)
                 allowed = allowed and self.leader_changes.ready(self.quiet())
+                allowed = allowed and (self.hasty or wrote_in_office(self.recorder.state))
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
             if kind == "shrink_isr" and allowed:
                 found = sorted(set(found) | set(self._lagging_by_the_clock()), key=repr)
@@ -682,7 +688,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         self._swarm(swarm)
         self._prioritise(order)
         changes = LEADER_CHANGES[churn % len(LEADER_CHANGES)]
-        self.leader_changes = Budget(changes, self._gap(churn // len(LEADER_CHANGES)))
+        self.hasty = bool(churn // len(LEADER_CHANGES) % 2)
+        self.leader_changes = Budget(changes, self._gap(churn // (2 * len(LEADER_CHANGES))))
 
     def _fault_budget(self, count: int, timing: int) -> Budget:
         """`count` faults with trigger timing: each within a window of FAULT_WINDOWS steps

@@ -30,7 +30,7 @@ class Target:
     why: str
     breaks: frozenset[str]
     """The invariants and liveness requirements whose failure is this target's: a campaign
-    that fails another one (KAFKA-10706, say, a real Kafka 2.6 livelock) has not found it."""
+    that fails another one has not found it."""
 
     @property
     def default_setup(self) -> FuzzSetup:
@@ -122,7 +122,7 @@ TARGETS: tuple[Target, ...] = (
     _target(
         "fencing=off",
         "2 replicas and two elections, as in spec/FencingOff.cfg (epochs <= 2; a third "
-        "election can run into KAFKA-10706 first)",
+        "election can run into KAFKA-10706 instead)",
         DURABLE | DIVERGED,
         replicas=2,
         only_faults=frozenset({"elect"}),
