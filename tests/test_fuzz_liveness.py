@@ -209,3 +209,21 @@ def test_kafka_10706_names_only_its_own_livelock() -> None:
         kip101._apply(step)
     assert kip101.settle() is None
     assert kafka_10706(kip101.cluster, kip101.recorder.state) is None
+
+
+@pytest.mark.parametrize(
+    ("invariants", "said"),
+    [
+        (True, "every run settled or, 3 of them, into KAFKA-10706"),
+        (False, "; 3 runs settled into KAFKA-10706"),
+    ],
+)
+def test_the_summary_says_how_many_runs_settled_into_kafka_10706(
+    invariants: bool, said: str
+) -> None:
+    """A clean campaign's last line counts the runs that ended in KAFKA-10706, with or without
+    invariants."""
+    stats = RunStats(known_livelocks=3)
+    result = FuzzResult(FuzzSetup(invariants=invariants), 0, 10, 40, stats, 1.0)
+    last = summary_lines(result)[-1]
+    assert last.startswith("no invariant failed") and said in last, last

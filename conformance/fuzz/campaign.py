@@ -236,9 +236,10 @@ def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
         limit = f" (time limit of {s.time_limit:g} s)" if s.timed_out and s.time_limit else ""
         settled = ", every run settled" if result.setup.invariants else ""
         if s.known_livelocks:
-            settled += (
-                f" or, {s.known_livelocks:,} of them, into KAFKA-10706 (Kafka 2.6's truncation "
-                "livelock, not counted as a failure: docs/fuzzing.md)"
+            how = " or, {:,} of them," if result.setup.invariants else "; {:,} runs settled"
+            settled += how.format(s.known_livelocks) + (
+                " into KAFKA-10706 (Kafka 2.6's truncation livelock, not counted as a failure: "
+                "docs/fuzzing.md)"
             )
         return [*lines, f"no invariant failed{settled}{limit}"]
     lines += [

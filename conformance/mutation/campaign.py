@@ -81,6 +81,7 @@ class Campaign:
         "truncation=kip101",
         "isr=alter-partition",
         "fencing=off",
+        "acks=1",
     )
     """Protocol variants (`kreplica fuzz --variant`) whose runs must pass too: a variant the
     spec models by conformance, one it does not by the fuzzer's own checks."""
