@@ -84,16 +84,21 @@ def _end_offset_for(cache: Sequence[Any], requested: int, leo: int) -> tuple[int
 
 def kafka_10706(c: Cluster, s: State) -> int | None:
     """A follower caught in KAFKA-10706, Kafka 2.6's truncation livelock (apache/kafka#9633,
-    fixed after 2.6.0), or None: it truncates, its leader's answer it does not know (R6 case
-    d), to its own LEO, where its epoch cache ends with an epoch it wrote nothing in (it led,
-    briefly); 2.6's Log.truncateTo returns early at the LEO and leaves the cache alone, so the
-    follower asks for that epoch again, and again."""
+    fixed after 2.6.0), or None: its leader leads at its epoch, and it truncates, on an answer
+    for an epoch it does not know (R6 case d), to its own LEO, where its epoch cache ends with
+    an epoch it wrote nothing in (it led, briefly); 2.6's Log.truncateTo returns early at the
+    LEO and leaves the cache alone, so the follower asks for that epoch again, and again."""
     if c.variant.truncation != "kip279":
         return None
     for f in sorted(s["alive"]):
         leader, cache, leo = s["leader"][f - 1], s["epochCache"][f - 1], len(s["log"][f - 1])
         if s["fetchState"][f - 1] != "Truncating" or leader not in s["alive"]:
             continue
+        if (
+            s["leader"][leader - 1] != leader
+            or s["leaderEpoch"][leader - 1] != s["leaderEpoch"][f - 1]
+        ):
+            continue  # its leader would answer with an error, not from its epoch cache
         if not cache or cache[-1]["startOffset"] != leo:
             continue
         answer = _end_offset_for(
