@@ -197,9 +197,9 @@ def test_a_run_that_settles_into_kafka_10706_is_counted_not_failed() -> None:
 
 
 def test_kafka_10706_names_only_its_own_livelock() -> None:
-    """A follower stuck in Truncating elsewhere is no KAFKA-10706: not after the first two
-    elections of the scenario (its epoch cache does not end with an epoch it wrote nothing in
-    yet), nor under truncation=kip101, whose truncation always completes."""
+    """kafka_10706 names no follower short of the livelock: not before the scenario's last
+    election (broker 2's epoch cache does not end with an epoch it wrote nothing in yet), nor
+    under truncation=kip101, whose truncation always completes and settles the scenario."""
     machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
     for step in KAFKA_10706[:-1]:
         machine._apply(step)
