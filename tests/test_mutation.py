@@ -229,7 +229,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     (tmp_path / "bad.toml").write_text("[equivalent\n")
     (tmp_path / "a-file").write_text("")
     Results.open(tmp_path / "other", {"sample": 1}).add(Outcome("x.py:1:0:op", KILLED))
-    default_size = settings_of(1, 1, Campaign())  # a run of 150 runs of 50 steps, resumed smaller
+    default_size = settings_of(1, 1, Campaign())  # a run of 500 runs of 50 steps, resumed smaller
     Results.open(tmp_path / "default-size", default_size).add(Outcome("x.py:1:0:op", KILLED))
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     result = CliRunner().invoke(main, ["mutate", *args])

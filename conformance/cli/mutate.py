@@ -38,7 +38,7 @@ Examples:
 
 \b
 Each sampled mutant (one small edit of impl/log.py, partition.py, ...: see
-docs/mutation.md) runs `kreplica fuzz --examples 150 --steps 50 --seed S
+docs/mutation.md) runs `kreplica fuzz --examples 500 --steps 50 --seed S
 --corpus C --no-shrink` (--examples and --steps change the campaign's size)
 and, if the fuzzer found nothing, `kreplica conform C --no-spark --workers 1`;
 then the same for each of --variants with `--variant V --no-invariants` and
@@ -109,7 +109,7 @@ def _lock(folder: Path) -> int:
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, metavar="SECONDS",
               help="Seconds per mutant; past them it counts as killed (timeout).")  # fmt: skip
-@click.option("--examples", type=click.IntRange(min=1), default=150,
+@click.option("--examples", type=click.IntRange(min=1), default=Campaign().examples,
               show_default=True, help="Fuzz runs per mutant (fuzz --examples).")  # fmt: skip
 @click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="Most steps per fuzz run (kreplica fuzz --steps).")  # fmt: skip
@@ -191,9 +191,8 @@ def mutate_command(
     errors.print(f"wall time {wall:.0f} s for {len(mutants) - done} mutant(s)")
     if markdown_path is not None:
         spent = sum(o.seconds for o in outcomes)
-        size_options = (
-            "" if (examples, steps) == (150, 50) else (f" --examples {examples} --steps {steps}")
-        )
+        default_size = (examples, steps) == (Campaign().examples, Campaign().steps)
+        size_options = "" if default_size else f" --examples {examples} --steps {steps}"
         chosen_options = "".join(f" --mutant {i}" for i in mutant_ids) or f" --sample {size}"
         header = (
             f"`kreplica mutate{chosen_options} --seed {seed}{size_options}`: commit {commit}; "
