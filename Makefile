@@ -80,7 +80,8 @@ check-full: venv java tlc-java
 	$(BIN)/kreplica check --suite full --java $(TLC_JAVA)
 
 # Mutation testing (docs/mutation.md): 80 sampled mutants of impl/'s core, seed 1, each through
-# kreplica fuzz + kreplica conform; about 12 minutes on one core. Not part of `make test`.
+# kreplica fuzz + kreplica conform (500 runs per stage); about 25 minutes on one core. Not part
+# of `make test`.
 mutation: venv java
 	$(BIN)/kreplica mutate --sample 80 --seed 1 --markdown build/mutation/seed-1.md
 
