@@ -7,10 +7,10 @@ from __future__ import annotations
 from kreplica.conformance.bridge.checked_steps import SpecRecorder
 from kreplica.conformance.bridge.schedule import TP
 from kreplica.conformance.fuzz.campaign import churn_line, machine_for, run_fuzz
-from kreplica.conformance.fuzz.choices import CHOICES, wrote_in_office
-from kreplica.conformance.fuzz.machine import LEADER_CHANGES, RunStats
+from kreplica.conformance.fuzz.choices import CHOICES, took_office, wrote_in_office
+from kreplica.conformance.fuzz.machine import LEADER_CHANGES, Budget, RunStats
 from kreplica.conformance.fuzz.setup import FuzzSetup
-from kreplica.impl.steps import Deliver, DoWork, Elect, Produce
+from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork, Elect, Produce
 
 
 def test_a_patient_change_waits_until_the_leader_wrote_in_its_epoch() -> None:
@@ -25,11 +25,63 @@ def test_a_patient_change_waits_until_the_leader_wrote_in_its_epoch() -> None:
         recorder.apply(step)
     assert wrote_in_office(recorder.state)
     recorder.apply(Elect(TP, 2))  # the controller moved it; broker 2 has not taken office
-    assert CHOICES["change_leader"](recorder.cluster, recorder.state) == [
-        Elect(TP, 1),
-        Elect(TP, 3),
-    ]
-    assert not wrote_in_office(recorder.state)
+    assert not took_office(recorder.state) and not wrote_in_office(recorder.state)
+    recorder.apply(Deliver(0, 2, 0))
+    assert took_office(recorder.state) and not wrote_in_office(recorder.state)
+
+
+def test_a_change_returns_leadership_to_the_preferred_replica() -> None:
+    """Away from the preferred replica (the first of the assignment, broker 1) a change may go
+    to any other live ISR replica; back from it, only to the preferred one, as Kafka's
+    preferred-replica election does, unless it is out of the ISR."""
+    recorder = SpecRecorder(FuzzSetup().schedule().cluster(), TP, {})
+    recorder.apply(Elect(TP, 3))
+    assert CHOICES["change_leader"](recorder.cluster, recorder.state) == [Elect(TP, 1)]
+    recorder.apply(Crash(1))
+    recorder.apply(DetectFailure(1))  # broker 1 leaves the controller's ISR
+    assert CHOICES["change_leader"](recorder.cluster, recorder.state) == [Elect(TP, 2)]
+
+
+def test_the_controller_never_reorders_its_requests() -> None:
+    """Kafka's controller sends a broker one request at a time (ControllerChannelManager), so
+    the fuzzer delivers its LeaderAndIsr requests in order; other links may reorder."""
+    recorder = SpecRecorder(FuzzSetup().schedule().cluster(), TP, {})
+    recorder.apply(Elect(TP, 2))
+    recorder.apply(Elect(TP, 3))  # two LeaderAndIsr requests queued for each broker
+    assert len(recorder.cluster.network.queue((0, 1))) == 2
+    assert CHOICES["reorder"](recorder.cluster, recorder.state) == []
+
+
+def test_a_hasty_change_cuts_the_controller_off_from_the_preferred_leader() -> None:
+    """A hasty change away from the preferred replica is the controller losing touch with it:
+    a network partition keeps the controller's requests from the old leader, which goes on
+    leading in its old epoch (the zombie leader of KIP-320) until the partition heals."""
+    machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
+    machine.hasty = True
+    machine.leader_changes = Budget(2)
+    machine.change_leader(pick=0)
+    assert (0, 1) in machine.cluster.network.blocked
+    assert machine.recorder.state["ctrlLeader"] == 2
+    assert machine.recorder.state["leader"][0] == 1  # broker 1 has not heard of it
+    machine.teardown()  # the settle phase heals the partition
+    assert not machine.cluster.network.blocked
+    for setup in (FuzzSetup(network=False), FuzzSetup(only_faults=frozenset({"elect"}))):
+        machine = machine_for(setup, RunStats(), 0, 50)()  # no partitions allowed: none
+        machine.hasty, machine.leader_changes = True, Budget(2)
+        machine.change_leader(pick=0)
+        assert machine.recorder.state["ctrlLeader"] == 2 and not machine.cluster.network.blocked
+
+
+def test_a_hasty_change_waits_only_until_the_leader_took_office() -> None:
+    """A hasty change may depose a leader that wrote nothing in its epoch, but not one that
+    has not heard of it (its epoch cache would lack the epoch)."""
+    machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
+    machine.hasty = True
+    machine.leader_changes = Budget(2)
+    machine._apply(Elect(TP, 2))
+    assert machine.choices("change_leader") == []
+    machine._apply(Deliver(0, 2, 0))
+    assert machine.choices("change_leader") == [Elect(TP, 1)]
 
 
 def test_a_run_counts_its_leader_changes_and_multi_epoch_requests() -> None:

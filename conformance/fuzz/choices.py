@@ -98,12 +98,20 @@ def _deletions(c: Cluster, s: State) -> list[Step]:
     return [DeleteRecords(TP, offset) for offset in range(start + 1, hw + 1)]
 
 
+def took_office(s: State) -> bool:
+    """The controller's leader leads at the controller's epoch (it took the LeaderAndIsr)."""
+    b = s["ctrlLeader"]
+    return bool(
+        b != NO_LEADER and s["leader"][b - 1] == b and s["leaderEpoch"][b - 1] == s["ctrlEpoch"]
+    )
+
+
 def wrote_in_office(s: State) -> bool:
     """The controller's leader has taken office at the controller's epoch and appended a
     record in it: its epoch cache's last epoch is that epoch, and starts below its LEO."""
-    b, epoch = s["ctrlLeader"], s["ctrlEpoch"]
-    if b == NO_LEADER or s["leader"][b - 1] != b or s["leaderEpoch"][b - 1] != epoch:
+    if not took_office(s):
         return False
+    b, epoch = s["ctrlLeader"], s["ctrlEpoch"]
     cache = s["epochCache"][b - 1]
     return (
         bool(cache)
@@ -113,9 +121,15 @@ def wrote_in_office(s: State) -> bool:
 
 
 def _leader_changes(c: Cluster, s: State) -> list[Step]:
-    """Clean elections that move leadership: to each live ISR replica but the controller's
-    leader (the controller's view: `ctrlIsr`, `ctrlLive`)."""
-    return [Elect(TP, b) for b in sorted(s["ctrlIsr"] & s["ctrlLive"]) if b != s["ctrlLeader"]]
+    """Clean elections that move leadership (the controller's view: `ctrlIsr`, `ctrlLive`):
+    back to the preferred replica, the first of the assignment, if it is a live ISR member
+    and does not lead (a preferred-replica election); else to each live ISR replica but the
+    leader (a controlled shutdown)."""
+    ready = sorted(s["ctrlIsr"] & s["ctrlLive"])
+    preferred = min(c.broker_ids)
+    if preferred in ready and s["ctrlLeader"] != preferred:
+        return [Elect(TP, preferred)]
+    return [Elect(TP, b) for b in ready if b != s["ctrlLeader"]]
 
 
 def next_deadline_ms(c: Cluster) -> int | None:
@@ -168,7 +182,11 @@ Choices = Callable[[Cluster, State], list[Step]]
 
 CHOICES: dict[str, Choices] = {
     "deliver": lambda c, s: [Deliver(a, b) for a, b, _ in _queues(c, True)],
-    "reorder": lambda c, s: [Deliver(a, b, i) for a, b, n in _queues(c, True) for i in range(1, n)],
+    # The controller's requests to a broker go one at a time (Kafka's ControllerChannelManager
+    # waits for each answer), so they are never reordered.
+    "reorder": lambda c, s: [
+        Deliver(a, b, i) for a, b, n in _queues(c, True) if a != CONTROLLER for i in range(1, n)
+    ],
     "drop": lambda c, s: [
         Drop(a, b, i) for a, b, n in _queues(c, False) for i in range(n) if _losable(c, a, b, i)
     ],

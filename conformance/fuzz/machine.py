@@ -58,7 +58,13 @@ from kreplica.conformance.bridge.schedule import (
     TP,
     variant_to_json,
 )
-from kreplica.conformance.fuzz.choices import CHOICES, behind, next_deadline_ms, wrote_in_office
+from kreplica.conformance.fuzz.choices import (
+    CHOICES,
+    behind,
+    next_deadline_ms,
+    took_office,
+    wrote_in_office,
+)
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
 from kreplica.conformance.fuzz.liveness import (
@@ -102,6 +108,7 @@ from kreplica.impl.steps import (
     ConsumerListOffsets,
     Deliver,
     DoWork,
+    Isolate,
     Produce,
     ShrinkIsr,
     Step,
@@ -315,16 +322,20 @@ going on; unlimited runs grow longer logs."""
 
 LEADER_CHANGES = (0, 2, 0, 3)
 """Planned leader changes per run, besides the faults: clean elections that move leadership
-to another live ISR replica, as a preferred-replica election or a controlled shutdown does.
-Half the runs have two or three, spaced like records. In half of those a change waits until
-the leader has taken office and written a record in its epoch (`choices.wrote_in_office`), so
-records are written under several leader epochs and followers cache more than one (the
-multi-epoch truncation of R6, KIP-101 and KIP-279); in the other half (hasty) it may come at
-once, so that two elections follow each other before a deposed leader hears of either (S4),
-and a leader may be deposed with an epoch it wrote nothing in (which can end in KAFKA-10706,
-`liveness.kafka_10706`). Without them most runs never change leaders: a crash moves
-leadership only once the controller detects it, and an elect fault picks the leader itself,
-or a dead or out-of-sync broker, as often as another."""
+to another live ISR replica, and back to the preferred replica, as a controlled shutdown and
+a preferred-replica election do. Half the runs have two or three. In half of those a change is
+patient: it waits until the leader has written a record in its epoch (`choices.wrote_in_office`),
+spaced like records, so records are written under several leader epochs and followers cache
+more than one (the multi-epoch truncation of R6, KIP-101 and KIP-279). In the other half it is
+hasty: it strikes like a fault, right after the replication state moved (`FAULT_WINDOWS`), as
+soon as the leader has taken office (`choices.took_office`), and a hasty change away from the
+preferred replica is the controller losing touch with it: a network partition keeps the
+controller's requests from it, so it goes on leading in its old epoch (the zombie leader of
+KIP-320) while leadership moves away and back (S4). A hasty change may depose a leader with an
+epoch it wrote nothing in (which can end in KAFKA-10706, `liveness.kafka_10706`). Without
+planned changes most runs never change leaders: a crash moves leadership only once the
+controller detects it, and an elect fault picks the leader itself, or a dead or out-of-sync
+broker, as often as another."""
 
 
 @dataclass
@@ -522,7 +533,8 @@ class ReplicationMachine(RuleBasedStateMachine):
                 allowed = allowed and self.records.ready(self.quiet())
             if kind == "change_leader":  # as planned (LEADER_CHANGES)
                 allowed = allowed and self.leader_changes.ready(self.quiet())
-                allowed = allowed and (self.hasty or wrote_in_office(self.recorder.state))
+                state = self.recorder.state
+                allowed = allowed and (took_office if self.hasty else wrote_in_office)(state)
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
             if kind == "shrink_isr" and allowed:
                 found = sorted(set(found) | set(self._lagging_by_the_clock()), key=repr)
@@ -576,7 +588,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         stirred = not self._faulting and stirred_by(before, after)
         self.faults.tick(stirred)
         self.records.tick()
-        self.leader_changes.tick()
+        self.leader_changes.tick(stirred)
         self._choices = {}
 
     def _choose(self, kind: str, pick: int) -> None:
@@ -689,7 +701,11 @@ class ReplicationMachine(RuleBasedStateMachine):
         self._prioritise(order)
         changes = LEADER_CHANGES[churn % len(LEADER_CHANGES)]
         self.hasty = bool(churn // len(LEADER_CHANGES) % 2)
-        self.leader_changes = Budget(changes, self._gap(churn // (2 * len(LEADER_CHANGES))))
+        spacing = churn // (2 * len(LEADER_CHANGES))
+        if self.hasty:
+            self.leader_changes = self._fault_budget(changes, spacing)
+        else:
+            self.leader_changes = Budget(changes, self._gap(spacing))
 
     def _fault_budget(self, count: int, timing: int) -> Budget:
         """`count` faults with trigger timing: each within a window of FAULT_WINDOWS steps
@@ -971,9 +987,24 @@ class ReplicationMachine(RuleBasedStateMachine):
     @rule(pick=PICK)
     def change_leader(self, pick: int) -> None:
         """The controller moves leadership to another live ISR replica (a planned leader
-        change: `LEADER_CHANGES`)."""
-        self._choose("change_leader", pick)
+        change: `LEADER_CHANGES`); a hasty one away from the preferred replica first cuts the
+        controller off from it, where the set-up allows network partitions."""
+        options = self.choices("change_leader")
+        leader = self.recorder.state["ctrlLeader"]
+        if self._loses_touch(leader):
+            self._apply(Isolate(CONTROLLER, leader))
+        self._apply(options[pick % len(options)])
         self.leader_changes.spend()
+
+    def _loses_touch(self, leader: int) -> bool:
+        """A hasty change away from the preferred replica cuts the controller off from it,
+        where the set-up allows network partitions and none separates them yet."""
+        return (
+            self.hasty
+            and leader == min(self.cluster.broker_ids)
+            and "isolate" in self.setup.kinds
+            and (CONTROLLER, leader) not in self.cluster.network.blocked
+        )
 
     @precondition(_can("elect"))
     @rule(pick=PICK)
