@@ -7,6 +7,8 @@ import. Imports flow one way, down this list, and never up or sideways:
     bench      the benchmark commands (`python -m kreplica.conformance.bench.NAME`)
     mutation   mutation testing: small edits seeded into impl/, each run through the fuzz and
                conformance campaign, and the kill rate over them
+    explain    pictures of traces: a trace as a timeline, one lane per replica, with what to
+               highlight, drawn in the terminal (rich) and as PNG or SVG (matplotlib)
     coverage   spec coverage: TLC's state graph of a small config (networkx), a corpus's
                states and actions mapped onto it, and the shortest paths to what was missed
     kafka      real Apache Kafka under the model: one fault schedule on a real cluster (ZooKeeper
@@ -33,6 +35,7 @@ ROOMS: dict[str, frozenset[str]] = {
     "cli": frozenset(
         {
             "bench",
+            "explain",
             "mutation",
             "coverage",
             "kafka",
@@ -47,6 +50,7 @@ ROOMS: dict[str, frozenset[str]] = {
     ),
     "bench": frozenset(
         {
+            "explain",
             "mutation",
             "coverage",
             "kafka",
@@ -59,6 +63,7 @@ ROOMS: dict[str, frozenset[str]] = {
             "impl",
         }
     ),
+    "explain": frozenset({"bridge", "tla", "errors"}),
     "mutation": frozenset({"fuzz", "validate", "bridge", "tla", "errors", "impl"}),
     "coverage": frozenset({"validate", "tla", "errors"}),
     "kafka": frozenset({"bridge", "tla", "errors", "impl"}),

@@ -11,6 +11,7 @@ import click
 from kreplica.conformance.cli.check import check
 from kreplica.conformance.cli.conform import conform_command
 from kreplica.conformance.cli.coverage import coverage_command
+from kreplica.conformance.cli.explain import explain_command
 from kreplica.conformance.cli.fuzz import fuzz
 from kreplica.conformance.cli.kafka import kafka_group
 from kreplica.conformance.cli.kafka_compare import compare_command
@@ -46,6 +47,8 @@ Examples:
   kreplica kafka run schedules/acks-all-leader-crash.json
                                                run a fault schedule on a real Kafka cluster
   kreplica coverage out/corpus.jsonl           how much of the spec's state graph a corpus reached
+  kreplica explain traces/golden/S1_HwTruncation.itf.json
+                                               draw a trace: one lane per replica
   kreplica mutate                              how many small edits of impl/ fuzz + conform catch
 
 Each command's --help lists its options, examples and exit codes.
@@ -68,6 +71,7 @@ main.add_command(replay_command)
 main.add_command(fuzz)
 main.add_command(conform_command)
 main.add_command(coverage_command)
+main.add_command(explain_command)
 main.add_command(mutate_command)
 kafka_group.add_command(compare_command)
 main.add_command(kafka_group)

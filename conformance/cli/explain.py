@@ -1,0 +1,82 @@
+"""`kreplica explain TRACE`: a trace as a picture, in the terminal and as PNG or SVG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kreplica.conformance.cli.console import console as make_console
+from kreplica.conformance.cli.replay import check_vocabulary
+from kreplica.conformance.errors import EXIT_OK, TraceError, file_error
+from kreplica.conformance.explain import figure, terminal
+from kreplica.conformance.explain.timeline import TimelineError, timeline
+from kreplica.conformance.explain.window import MAX_FRAMES, window
+from kreplica.conformance.tla.itf import printable, read_trace
+
+EPILOG = """\b
+Examples:
+  kreplica explain traces/golden/S1_HwTruncation.itf.json
+                                     every step in the terminal
+  kreplica explain out/fuzz/early-ack-s0.itf.json --png build/early-ack.png --svg build/e.svg
+  kreplica explain long.itf.json --window 20 --step 5000
+                                     20 steps ending a few after step 5000
+
+\b
+TRACE is an ITF file: a TLC counterexample (kreplica check), a golden trace
+(traces/golden), a failing run kreplica fuzz saved, a real-Kafka trace. One
+lane per replica: its log as cells coloured by leader epoch and labelled with
+record ids, its HW (| in the terminal, a green bar in pictures), LEO, role and
+ISR. Marked in red where they happen: an acknowledged record a replica loses,
+replicas that diverge, an HW that moves back, the step where an invariant
+breaks. A trace longer than --window steps is shown as a window that ends a
+few steps after its first broken invariant (or at its end), and says so.
+
+\b
+Exit codes:
+  0  the picture was drawn
+  2  bad input: a missing, truncated or non-ITF trace, an unknown variable or
+     action, a value of another type than the spec's, an unwritable --png or
+     --svg, a --png/--svg path without that suffix
+"""
+
+
+@click.command(name="explain", epilog=EPILOG, short_help="Draw a trace as a picture.")
+@click.argument("trace_path", metavar="TRACE", type=click.Path(path_type=Path))
+@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the picture as PNG to this file.")  # fmt: skip
+@click.option("--svg", "svg", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the picture as SVG to this file.")  # fmt: skip
+@click.option("--window", "size", type=click.IntRange(min=1), default=MAX_FRAMES,
+              show_default=True, help="Most steps shown.")  # fmt: skip
+@click.option("--step", "around", type=click.IntRange(min=0), default=None,
+              help="End the window a few steps after this one (default: the first "
+              "broken invariant).")  # fmt: skip
+@click.option("--quiet", is_flag=True, help="Draw no picture in the terminal.")
+def explain_command(
+    trace_path: Path, png: Path | None, svg: Path | None, size: int, around: int | None, quiet: bool
+) -> int:
+    """Draw TRACE: one lane per replica, the marks that matter in red."""
+    for path, suffix in ((png, ".png"), (svg, ".svg")):
+        if path is not None and path.suffix.lower() != suffix:
+            raise click.BadParameter(f"{printable(str(path))} does not end in {suffix}")
+    name = printable(str(trace_path))
+    trace = read_trace(trace_path)
+    try:
+        check_vocabulary(trace)
+        line = timeline(trace, printable(trace_path.name))
+    except (TraceError, TimelineError) as err:
+        raise TraceError(f"{name}: {err}") from None
+    if around is not None and around >= len(line.frames):
+        raise click.BadParameter(f"the trace has {len(line.frames)} steps", param_hint="--step")
+    shown = window(line, size, around)
+    if not quiet:
+        terminal.render(line, shown, make_console())
+    for path in (png, svg):
+        if path is not None:
+            try:
+                figure.save(line, shown, path)
+            except OSError as err:
+                raise file_error("write", path, err) from None
+            make_console(stderr=True).print(f"wrote {printable(str(path))}")
+    return EXIT_OK

@@ -1,0 +1,10 @@
+"""Pictures of traces: a trace as a timeline, one lane per replica, in Kafka's words.
+
+Holds: `timeline` (a trace as frames: each replica's log, HW, LEO, role and ISR at every step,
+and the marks to highlight: an acknowledged record lost, replicas that diverge, an HW that moves
+back, an invariant broken), `kafka_words` (each spec action as the Kafka method it models),
+`window` (the steps a picture of a long trace shows), `terminal` (rich) and `figure` (PNG and
+SVG, matplotlib). `kreplica explain` is its command line (docs/explain.md).
+
+May import: `bridge`, `tla` and `errors`.
+"""

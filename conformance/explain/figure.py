@@ -1,0 +1,138 @@
+"""A timeline as a picture (matplotlib, PNG or SVG): time runs down, one row per step; each
+replica has a lane (a column) where its log is drawn as cells coloured by leader epoch and
+labelled with record ids, with its HW (green bar) and LEO (black tick), an `L` where it leads
+with the ISR it keeps, and grey where it is down. The action of each step, in the words of the
+Kafka method it models, stands at the left; marks (a lost acknowledged record, replicas that
+diverge, an HW that moves back) are outlined in red where they happen, and the step where an
+invariant breaks is shaded red."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: pictures go to files
+
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+
+from kreplica.conformance.explain.timeline import Frame, Lane, Timeline
+from kreplica.conformance.explain.window import Window
+
+EPOCH_COLOURS = tuple(plt.get_cmap("tab10")(i) for i in range(10))
+"""A cell's colour by its leader epoch (cycling)."""
+ROW = 0.42
+"""Inches per step."""
+CELL = 0.32
+"""Inches per log cell."""
+TEXT_WIDTH = 6.5
+"""Inches for the actions' column."""
+WORDS = 78
+"""Most characters of an action's words (longer ones are cut)."""
+
+
+def _colour(epoch: int) -> tuple[float, float, float, float]:
+    return EPOCH_COLOURS[epoch % len(EPOCH_COLOURS)]
+
+
+def _marked(frame: Frame, lane: Lane) -> set[int]:
+    return {o for m in frame.marks if m.replica in (None, lane.replica) for o in m.offsets}
+
+
+def _draw_lane(ax: Axes, frame: Frame, lane: Lane, x0: float, y: float, width: int) -> None:
+    if not lane.alive:
+        ax.add_patch(Rectangle((x0, y - 0.4), width, 0.8, color="0.85", hatch="//", lw=0))
+    marked = _marked(frame, lane)
+    for cell in lane.cells:
+        deleted = cell.offset < lane.log_start
+        face = "0.9" if deleted else _colour(cell.epoch)
+        edge = "red" if cell.offset in marked else "white"
+        ax.add_patch(
+            Rectangle(
+                (x0 + cell.offset, y - 0.35), 1, 0.7, fc=face, ec=edge, lw=2 if edge == "red" else 1
+            )
+        )
+        if not deleted:
+            ax.text(
+                x0 + cell.offset + 0.5, y, str(cell.record), ha="center", va="center", fontsize=7
+            )
+    for offset in sorted(o for o in marked if o >= lane.leo):  # a record this step removed
+        ax.add_patch(
+            Rectangle((x0 + offset, y - 0.35), 1, 0.7, fill=False, ec="red", ls="--", lw=1.5)
+        )
+    ax.plot([x0 + lane.hw] * 2, [y - 0.45, y + 0.45], color="green", lw=2.5)
+    ax.plot([x0 + lane.leo] * 2, [y - 0.2, y + 0.2], color="black", lw=1)
+    if lane.leads:
+        isr = "{" + ",".join(map(str, sorted(lane.isr))) + "}"
+        ax.text(
+            x0 + width - 0.2,
+            y,
+            f"L{lane.epoch} {isr}",
+            ha="right",
+            va="center",
+            fontsize=6,
+            weight="bold",
+        )
+
+
+def _row(text_ax: Axes, ax: Axes, frame: Frame, y: float, width: int) -> None:
+    broken = any(m.kind == "invariant" for m in frame.marks)
+    if broken:
+        for a in (text_ax, ax):
+            a.axhspan(y - 0.5, y + 0.5, color="red", alpha=0.12, lw=0)
+    words = frame.words if len(frame.words) <= WORDS else frame.words[: WORDS - 1] + "…"
+    text_ax.text(
+        0.0, y + 0.12, f"{frame.index:>3}  {words}", va="center", fontsize=7, family="monospace"
+    )
+    if frame.marks:
+        note = "; ".join(m.text for m in frame.marks)
+        text_ax.text(0.04, y - 0.25, note[: WORDS + 20], va="center", fontsize=6, color="red")
+    for i, lane in enumerate(frame.lanes):
+        _draw_lane(ax, frame, lane, i * (width + 1), y, width)
+
+
+def draw(line: Timeline, shown: Window) -> Figure:
+    """The figure of the window's frames."""
+    width = max(1, max(lane.leo for f in shown.frames for lane in f.lanes)) + 3
+    rows = len(shown.frames)
+    lanes_width = CELL * (width + 1) * line.replicas
+    fig = plt.figure(figsize=(TEXT_WIDTH + lanes_width, ROW * rows + 1.3))
+    share = TEXT_WIDTH / (TEXT_WIDTH + lanes_width)
+    text_ax = fig.add_axes((0.0, 0.02, share, 0.9))
+    ax = fig.add_axes((share, 0.02, 1 - share - 0.01, 0.9), sharey=text_ax)
+    for y, frame in enumerate(shown.frames):
+        _row(text_ax, ax, frame, -y, width)
+    for i in range(line.replicas):
+        ax.text(
+            i * (width + 1) + width / 2,
+            0.8,
+            f"replica {i + 1}",
+            ha="center",
+            fontsize=8,
+            weight="bold",
+        )
+    ax.set_xlim(-0.2, line.replicas * (width + 1))
+    ax.set_ylim(-rows + 0.4, 1.2)
+    text_ax.set_xlim(0, 1)
+    for a in (text_ax, ax):
+        a.axis("off")
+    title = line.title + (f" ({shown.summary})" if shown.summary else "")
+    fig.suptitle(title, fontsize=9, x=0.01, ha="left")
+    epochs = sorted({c.epoch for f in shown.frames for lane in f.lanes for c in lane.cells})
+    handles = [Patch(color=_colour(e), label=f"epoch {e}") for e in epochs]
+    handles.append(Patch(color="green", label="HW"))
+    if handles:
+        fig.legend(handles=handles, loc="upper right", fontsize=6, ncol=min(6, len(handles)))
+    return fig
+
+
+def save(line: Timeline, shown: Window, path: Path) -> None:
+    """Write the picture to `path`, PNG or SVG by its suffix."""
+    fig = draw(line, shown)
+    try:
+        fig.savefig(path, format=path.suffix.lstrip(".").lower(), dpi=120)
+    finally:
+        plt.close(fig)

@@ -1,0 +1,244 @@
+"""A trace as a timeline: one frame per step, one lane per replica, and the marks that matter.
+
+Every picture of `kreplica explain` (the terminal, PNG and SVG) draws the same `Timeline`, so
+what is highlighted is decided once, here, from the spec's variables:
+
+- `lost-ack`: an acknowledged record a replica held is gone from it (AckedRecordsNeverLost);
+- `diverged`: two replicas hold different records at one offset below both their LEOs;
+- `hw-back`: a replica's high watermark moved back;
+- `invariant`: the first step after which one of the spec's invariants is false (the rule
+  `checked_violations` applies: after a power loss only those the spec proves under it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kreplica.conformance.bridge.checked_steps import checked_violations
+from kreplica.conformance.bridge.invariants import DELETED_RECORD, log_start_of
+from kreplica.conformance.explain.kafka_words import describe
+from kreplica.conformance.tla.itf import ItfTrace
+
+State = dict[str, Any]
+
+REQUIRED = ("log", "hw", "leader", "leaderEpoch")
+"""The variables a timeline cannot be drawn without."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One log entry: its offset, the leader epoch it was written in, and its record id (0: a
+    record deleted below the log start offset)."""
+
+    offset: int
+    epoch: int
+    record: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """One replica at one step: its log, HW and LEO, whom it follows, and the ISR it keeps."""
+
+    replica: int
+    cells: tuple[Cell, ...]
+    log_start: int
+    hw: int
+    leo: int
+    leader: int
+    epoch: int
+    alive: bool
+    isr: frozenset[int]
+    """The ISR this replica keeps (a leader's view; empty for a follower)."""
+
+    @property
+    def leads(self) -> bool:
+        """The replica believes it leads the partition."""
+        return self.alive and self.leader == self.replica
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Something to highlight at a step: its kind, the replica (None: the cluster) and the
+    offsets it concerns, and one line that says what happened."""
+
+    kind: str
+    replica: int | None
+    text: str
+    offsets: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The state after one step, and the step that led to it."""
+
+    index: int
+    action: str
+    args: dict[str, Any]
+    words: str
+    """The action in the words of the Kafka method it models (`kafka_words.describe`)."""
+    lanes: tuple[Lane, ...]
+    acked: frozenset[int]
+    committed: frozenset[tuple[int, int]]
+    marks: tuple[Mark, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """A whole trace as frames, with where it came from."""
+
+    title: str
+    frames: tuple[Frame, ...]
+    replicas: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def first_violation(self) -> int | None:
+        """The index of the first frame with an `invariant` mark (None: there is none)."""
+        return next(
+            (f.index for f in self.frames if any(m.kind == "invariant" for m in f.marks)), None
+        )
+
+
+class TimelineError(ValueError):
+    """A trace that cannot be drawn (a variable it needs is missing or malformed)."""
+
+
+def _lane(s: State, r: int) -> Lane:
+    log = s["log"][r - 1]
+    cells = tuple(Cell(o, int(e["epoch"]), int(e["record"])) for o, e in enumerate(log))
+    alive = s.get("alive")
+    isr = s.get("isr")
+    return Lane(
+        replica=r,
+        cells=cells,
+        log_start=log_start_of(s, r),
+        hw=int(s["hw"][r - 1]),
+        leo=len(log),
+        leader=int(s["leader"][r - 1]),
+        epoch=int(s["leaderEpoch"][r - 1]),
+        alive=True if alive is None else r in alive,
+        isr=frozenset() if isr is None else frozenset(isr[r - 1]),
+    )
+
+
+def _records(lane: Lane) -> dict[int, int]:
+    """record id -> offset, for the records a lane holds (deleted entries left out)."""
+    return {c.record: c.offset for c in lane.cells if c.record != DELETED_RECORD}
+
+
+def _lost_acks(before: Frame, lanes: Sequence[Lane], acked: frozenset[int]) -> list[Mark]:
+    marks = []
+    for old, new in zip(before.lanes, lanes, strict=True):
+        held, holds = _records(old), _records(new)
+        for record in sorted(acked & held.keys() - holds.keys()):
+            offset = held[record]
+            if offset < new.log_start:  # deleted below the log start: not lost
+                continue
+            marks.append(
+                Mark(
+                    "lost-ack",
+                    new.replica,
+                    f"acked record {record} lost by replica {new.replica} (offset {offset})",
+                    (offset,),
+                )
+            )
+    return marks
+
+
+def _divergence(lanes: Sequence[Lane]) -> list[Mark]:
+    """The lowest offset where two replicas hold different records, once per pair."""
+    marks = []
+    for i, a in enumerate(lanes):
+        for b in lanes[i + 1 :]:
+            start = max(a.log_start, b.log_start)
+            for offset in range(start, min(a.leo, b.leo)):
+                ra, rb = a.cells[offset].record, b.cells[offset].record
+                if ra != rb:
+                    text = (
+                        f"replicas {a.replica} and {b.replica} diverge at offset {offset} "
+                        f"(records {ra} and {rb})"
+                    )
+                    marks.append(Mark("diverged", None, text, (offset,)))
+                    break
+    return marks
+
+
+def _hw_back(before: Frame, lanes: Sequence[Lane]) -> list[Mark]:
+    return [
+        Mark(
+            "hw-back",
+            new.replica,
+            f"HW of replica {new.replica} moved back from {old.hw} to {new.hw}",
+            (new.hw,),
+        )
+        for old, new in zip(before.lanes, lanes, strict=True)
+        if new.hw < old.hw
+    ]
+
+
+def _invariants(s: State, before: State | None, seen: set[str]) -> list[Mark]:
+    """Marks for the invariants that break at this step (each only the first time)."""
+    try:
+        found = checked_violations(s, before)
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return []  # an older trace without every variable: no invariant verdict
+    marks = []
+    for name, reason in found:
+        if name not in seen:
+            seen.add(name)
+            marks.append(Mark("invariant", None, f"{name} is violated: {reason}"))
+    return marks
+
+
+def _new_marks(frame: Frame, before: Frame, carried: set[str]) -> tuple[Mark, ...]:
+    """Divergences are marked where they appear, not at every step they last."""
+    fresh = [m for m in _divergence(frame.lanes) if m.text not in carried]
+    carried.clear()
+    carried.update(m.text for m in _divergence(frame.lanes))
+    return (
+        *_lost_acks(before, frame.lanes, frame.acked),
+        *fresh,
+        *_hw_back(before, frame.lanes),
+    )
+
+
+def _frame(index: int, action: str, args: dict[str, Any], s: State, replicas: int) -> Frame:
+    return Frame(
+        index=index,
+        action=action,
+        args=args,
+        words=describe(action, args),
+        lanes=tuple(_lane(s, r) for r in range(1, replicas + 1)),
+        acked=frozenset(s.get("acked", ())),
+        committed=frozenset(s.get("committed", ())),
+    )
+
+
+def timeline(trace: ItfTrace, title: str) -> Timeline:
+    """Every step of `trace` as a frame, with its marks (TimelineError if it cannot be drawn)."""
+    if not trace.states:
+        raise TimelineError("the trace has no states")
+    missing = [v for v in REQUIRED if v not in trace.states[0].values]
+    if missing:
+        raise TimelineError(f"the trace has no variable {missing[0]!r}, which a picture needs")
+    logs = trace.states[0].values["log"]
+    if not isinstance(logs, tuple):
+        raise TimelineError("the variable 'log' is not a tuple of logs")
+    replicas = len(logs)
+    frames: list[Frame] = []
+    seen: set[str] = set()
+    carried: set[str] = set()
+    before: State | None = None
+    for i, state in enumerate(trace.states):
+        s = state.values
+        try:
+            frame = _frame(i, state.action or ("Init" if i == 0 else "?"), state.args, s, replicas)
+        except (KeyError, TypeError, IndexError, ValueError) as err:
+            raise TimelineError(f"state {i}: a variable has an unexpected shape ({err})") from None
+        marks = _new_marks(frame, frames[-1], carried) if frames else ()
+        marks = (*marks, *_invariants(s, before, seen))
+        frames.append(replace(frame, marks=marks))
+        before = s
+    return Timeline(title, tuple(frames), replicas, dict(trace.meta))

@@ -1,0 +1,172 @@
+"""`kreplica explain`: every golden trace drawn as a timeline, in the terminal, as PNG and SVG,
+with the marks where they happen; bad input gets one line and exit 2; a long trace a window."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from pathlib import Path
+
+import pytest
+from cli_helpers import one_error_line
+from click.testing import CliRunner, Result
+
+from kreplica.conformance.cli.main import main
+from kreplica.conformance.explain.kafka_words import KAFKA_METHODS, describe
+from kreplica.conformance.explain.timeline import timeline
+from kreplica.conformance.explain.window import MAX_FRAMES, window
+from kreplica.conformance.tla.itf import read_trace
+from kreplica.conformance.tla.vocabulary import ACTION_ARGS, IMPL_ONLY_ACTIONS, INIT_ACTION
+
+GOLDEN = Path(__file__).resolve().parent.parent / "traces" / "golden"
+TRACES = sorted(GOLDEN.glob("*.itf.json"))
+
+
+def explain(*args: str) -> Result:
+    """Run `kreplica explain ARGS` in-process."""
+    return CliRunner().invoke(main, ["explain", *args])
+
+
+def test_every_action_has_kafka_words_naming_only_its_arguments() -> None:
+    """Each action the traces may name reads as the Kafka method it models, and the words use
+    only the action's own arguments."""
+    assert set(KAFKA_METHODS) == {INIT_ACTION, *ACTION_ARGS, *IMPL_ONLY_ACTIONS}
+    for action, args in ACTION_ARGS.items():
+        fields = {f for _, f, _, _ in string.Formatter().parse(KAFKA_METHODS[action]) if f}
+        assert fields <= args, action
+    words = describe("Produce", {"replica": 1, "record": 3, "acks": -1})
+    assert words == "ReplicaManager.appendRecords: leader 1 appends record 3 (acks=-1)"
+    assert describe("NoSuchAction", {"x": 1}) == "NoSuchAction(x=1)"
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[p.name.split(".")[0] for p in TRACES])
+def test_every_golden_trace_is_drawn(path: Path, tmp_path: Path) -> None:
+    """The terminal shows every step with its lanes; the PNG is a PNG, the SVG names the
+    replicas and the steps' Kafka methods."""
+    png, svg = tmp_path / "t.png", tmp_path / "t.svg"
+    result = explain(str(path), "--png", str(png), "--svg", str(svg))
+    assert result.exit_code == 0, result.output
+    trace = read_trace(path)
+    for i in range(len(trace.states)):
+        assert f"step {i}: " in result.stdout
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    text = svg.read_text()
+    assert "replica 1" in text and "replica 2" in text
+    last = trace.states[-1]
+    assert describe(last.action or "", last.args)[:40] in text.replace("&gt;", ">")
+
+
+def test_a_counterexample_is_marked_where_it_breaks() -> None:
+    """S1 (KAFKA-1211 before KIP-101): the follower truncates to its HW and drops the
+    acknowledged record 1; that step loses it and breaks CommittedRecordsOnIsr, and the
+    next, its election, AckedRecordsNeverLost. S3 (KIP-101's fast failover): the logs diverge
+    before any invariant breaks, and that is marked where it appears."""
+    s1 = timeline(read_trace(GOLDEN / "S1_HwTruncation.itf.json"), "S1")
+    marks = {(f.index, m.kind, m.replica) for f in s1.frames for m in f.marks}
+    assert (11, "lost-ack", 2) in marks and (11, "invariant", None) in marks
+    assert s1.first_violation == 11
+    texts = [m.text for m in s1.frames[12].marks]
+    assert any(t.startswith("AckedRecordsNeverLost is violated") for t in texts)
+    s3 = timeline(read_trace(GOLDEN / "S3_Kip101FastFailover.itf.json"), "S3")
+    diverged = [f.index for f in s3.frames for m in f.marks if m.kind == "diverged"]
+    assert diverged and s3.first_violation is not None and diverged[0] < s3.first_violation
+    assert len(diverged) == 1  # marked where it appears, not at every step it lasts
+
+
+def test_a_witness_has_no_marks() -> None:
+    """A witness of the correct protocol breaks nothing, so nothing is marked."""
+    line = timeline(read_trace(GOLDEN / "WitnessCommit.itf.json"), "w")
+    assert line.first_violation is None
+    assert all(not f.marks for f in line.frames)
+
+
+def long_trace(path: Path, steps: int) -> None:
+    """S1's counterexample, then its last state again and again (a Flush each)."""
+    trace = json.loads((GOLDEN / "S1_HwTruncation.itf.json").read_text())
+    states = trace["states"]
+    for i in range(len(states), steps + 1):
+        meta = {"index": i, "action": "Flush", "args": {"replica": 1}}
+        states.append({**states[-1], "#meta": meta})
+    path.write_text(json.dumps(trace))
+
+
+def test_a_long_trace_is_shown_as_a_window(tmp_path: Path) -> None:
+    """10,000 steps: the terminal and the picture show a window that ends a few steps after
+    the first broken invariant, and say which steps they show."""
+    path, png = tmp_path / "long.itf.json", tmp_path / "long.png"
+    long_trace(path, 10_000)
+    result = explain(str(path), "--png", str(png))
+    assert result.exit_code == 0, result.output
+    assert "steps 0 to 39 of 10000 shown" in result.stdout
+    assert "step 39: " in result.stdout and "step 40: " not in result.stdout
+    assert png.read_bytes().startswith(b"\x89PNG")
+    result = explain(str(path), "--window", "20", "--step", "5000", "--quiet")
+    assert result.exit_code == 0, result.output
+    line = timeline(read_trace(path), "long")
+    shown = window(line, 20, 5000)
+    assert [f.index for f in shown.frames] == list(range(4984, 5004))
+    assert shown.summary == "steps 4984 to 5003 of 10000 shown"
+    assert len(window(line).frames) == MAX_FRAMES
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ('{"vars": ["log"', "truncated JSON"),
+        ('{"a": 1}', "not an ITF trace"),
+        ("unknown-variable", "unknown variable 'bogus'"),
+        ("no-hw", "which a picture needs"),
+    ],
+    ids=["missing", "truncated", "not-itf", "unknown-variable", "missing-variable"],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    """A missing, truncated or non-ITF file, an unknown variable, a trace without a variable
+    the picture needs: one line on stderr, exit 2, no picture written."""
+    path, png = tmp_path / "bad.itf.json", tmp_path / "bad.png"
+    trace = json.loads((GOLDEN / "S1_HwTruncation.itf.json").read_text())
+    if content == "unknown-variable":
+        trace["vars"].append("bogus")
+        for s in trace["states"]:
+            s["bogus"] = 1
+        content = json.dumps(trace)
+    elif content == "no-hw":
+        trace["vars"].remove("hw")
+        for s in trace["states"]:
+            del s["hw"]
+        content = json.dumps(trace)
+    if content is not None:
+        path.write_text(content)
+    result = explain(str(path), "--png", str(png))
+    assert result.exit_code == 2, result.output
+    line = one_error_line(result)
+    assert line.startswith("kreplica: error: ") and message in line, line
+    assert not png.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--png", "x.jpg"], "does not end in .png"),
+        (["--svg", "x.png"], "does not end in .svg"),
+        (["--png", "/no/such/dir/x.png", "--quiet"], "cannot write /no/such/dir/x.png"),
+        (["--step", "99"], "the trace has 13 steps"),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = explain(str(GOLDEN / "S1_HwTruncation.itf.json"), *args)
+    assert result.exit_code == 2, result.output
+    assert message in one_error_line(result)
+
+
+def test_the_terminal_shows_lanes_hw_and_marks() -> None:
+    """Each step is a table of the replicas: role, log with the HW bar, HW, LEO, ISR."""
+    result = explain(str(GOLDEN / "S1_HwTruncation.itf.json"))
+    step = result.stdout.split("step 11: ")[1].split("step 12: ")[0]
+    assert "AbstractFetcherThread.truncateToHighWatermark: 2 truncates to its HW" in step
+    assert re.search(r"1\s+leader e0\s+1 \|\s+1\s+1\s+\{1,2\}", step), step
+    assert "! acked record 1 lost by replica 2 (offset 0)" in step
+    assert "! CommittedRecordsOnIsr is violated" in step
