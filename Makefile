@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JAVA_HINT := install a Java 17 JDK, e.g. 'apt-get install -y openjdk-17-jdk-headless'
 
-.PHONY: venv java tlc-java kafka iptables demo test lint typecheck unit check-ci check-full mutation clean
+.PHONY: venv java tlc-java kafka iptables chromium demo test lint typecheck unit check-ci check-full mutation clean
 
 venv: $(STAMP)
 
@@ -63,6 +63,15 @@ iptables:
 	      || { echo "iptables not found and could not be installed: apt-get install -y iptables" >&2; exit 1; }; \
 	  else echo "iptables not found (kreplica kafka's partitions need it, as root): apt-get install -y iptables" >&2; fi; }
 
+# kreplica explain's HTML pages are tested in a real headless browser: Debian's chromium and
+# chromedriver (installed when root), driven by selenium (PyPI, in .venv).
+chromium:
+	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null \
+	      || { echo "chromium not found and could not be installed: apt-get install -y chromium chromium-driver" >&2; exit 1; }; \
+	  else echo "chromium not found: apt-get install -y chromium chromium-driver" >&2; exit 1; fi; }
+
 demo: venv java tlc-java kafka
 	$(BIN)/kreplica check --suite ci --jobs 2 --java $(TLC_JAVA)
 
@@ -85,7 +94,7 @@ check-full: venv java tlc-java
 mutation: venv java
 	$(BIN)/kreplica mutate --sample 80 --seed 1 --markdown build/mutation/seed-1.md
 
-unit: venv java kafka
+unit: venv java kafka chromium
 	$(BIN)/pytest -q
 
 test: lint typecheck check-ci unit

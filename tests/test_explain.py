@@ -152,6 +152,7 @@ def test_bad_input_is_one_line_and_exit_2(
     [
         (["--png", "x.jpg"], "does not end in .png"),
         (["--svg", "x.png"], "does not end in .svg"),
+        (["--html", "x.htm"], "does not end in .html"),
         (["--png", "/no/such/dir/x.png", "--quiet"], "cannot write /no/such/dir/x.png"),
         (["--step", "99"], "the trace has 13 steps"),
     ],

@@ -1,4 +1,5 @@
-"""`kreplica explain TRACE`: a trace as a picture, in the terminal and as PNG or SVG."""
+"""`kreplica explain TRACE`: a trace as a picture, in the terminal, as PNG or SVG, and as an
+HTML page that steps through the run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import click
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.replay import check_vocabulary
 from kreplica.conformance.errors import EXIT_OK, TraceError, file_error
-from kreplica.conformance.explain import figure, terminal
+from kreplica.conformance.explain import figure, html, terminal
 from kreplica.conformance.explain.timeline import TimelineError, timeline
 from kreplica.conformance.explain.window import MAX_FRAMES, window
 from kreplica.conformance.tla.itf import printable, read_trace
@@ -19,6 +20,8 @@ Examples:
   kreplica explain traces/golden/S1_HwTruncation.itf.json
                                      every step in the terminal
   kreplica explain out/fuzz/early-ack-s0.itf.json --png build/early-ack.png --svg build/e.svg
+  kreplica explain traces/golden/S3_Kip101FastFailover.itf.json --html build/s3.html
+                                     a page: previous/next, a slider, each step's diff
   kreplica explain long.itf.json --window 20 --step 5000
                                      20 steps ending a few after step 5000
 
@@ -36,8 +39,8 @@ few steps after its first broken invariant (or at its end), and says so.
 Exit codes:
   0  the picture was drawn
   2  bad input: a missing, truncated or non-ITF trace, an unknown variable or
-     action, a value of another type than the spec's, an unwritable --png or
-     --svg, a --png/--svg path without that suffix
+     action, a value of another type than the spec's, an unwritable --png,
+     --svg or --html, a --png/--svg/--html path without that suffix
 """
 
 
@@ -47,6 +50,8 @@ Exit codes:
               help="Also write the picture as PNG to this file.")  # fmt: skip
 @click.option("--svg", "svg", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the picture as SVG to this file.")  # fmt: skip
+@click.option("--html", "page", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a self-contained HTML page that steps through the run.")  # fmt: skip
 @click.option("--window", "size", type=click.IntRange(min=1), default=MAX_FRAMES,
               show_default=True, help="Most steps shown.")  # fmt: skip
 @click.option("--step", "around", type=click.IntRange(min=0), default=None,
@@ -54,10 +59,16 @@ Exit codes:
               "broken invariant).")  # fmt: skip
 @click.option("--quiet", is_flag=True, help="Draw no picture in the terminal.")
 def explain_command(
-    trace_path: Path, png: Path | None, svg: Path | None, size: int, around: int | None, quiet: bool
+    trace_path: Path,
+    png: Path | None,
+    svg: Path | None,
+    page: Path | None,
+    size: int,
+    around: int | None,
+    quiet: bool,
 ) -> int:
     """Draw TRACE: one lane per replica, the marks that matter in red."""
-    for path, suffix in ((png, ".png"), (svg, ".svg")):
+    for path, suffix in ((png, ".png"), (svg, ".svg"), (page, ".html")):
         if path is not None and path.suffix.lower() != suffix:
             raise click.BadParameter(f"{printable(str(path))} does not end in {suffix}")
     name = printable(str(trace_path))
@@ -72,10 +83,10 @@ def explain_command(
     shown = window(line, size, around)
     if not quiet:
         terminal.render(line, shown, make_console())
-    for path in (png, svg):
+    for path, writer in ((png, figure.save), (svg, figure.save), (page, html.save)):
         if path is not None:
             try:
-                figure.save(line, shown, path)
+                writer(line, shown, path)
             except OSError as err:
                 raise file_error("write", path, err) from None
             make_console(stderr=True).print(f"wrote {printable(str(path))}")

@@ -12,6 +12,7 @@ what is highlighted is decided once, here, from the spec's variables:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from kreplica.conformance.bridge.checked_steps import checked_violations
 from kreplica.conformance.bridge.invariants import DELETED_RECORD, log_start_of
 from kreplica.conformance.explain.kafka_words import describe
-from kreplica.conformance.tla.itf import ItfTrace
+from kreplica.conformance.tla.itf import ItfTrace, to_itf
 
 State = dict[str, Any]
 
@@ -82,6 +83,8 @@ class Frame:
     acked: frozenset[int]
     committed: frozenset[tuple[int, int]]
     marks: tuple[Mark, ...] = ()
+    changed: tuple[tuple[str, str, str], ...] = ()
+    """The spec variables this step changed: (name, value before, value after), as ITF JSON."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +207,24 @@ def _new_marks(frame: Frame, before: Frame, carried: set[str]) -> tuple[Mark, ..
     )
 
 
+VALUE_CHARS = 160
+"""The longest value a state diff shows (longer ones are cut)."""
+
+
+def _text(value: Any) -> str:
+    text = json.dumps(to_itf(value), separators=(",", ":"))
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def _changed(before: State, after: State) -> tuple[tuple[str, str, str], ...]:
+    """The variables whose value differs, in the trace's order."""
+    return tuple(
+        (name, _text(before[name]), _text(value))
+        for name, value in after.items()
+        if name in before and before[name] != value
+    )
+
+
 def _frame(index: int, action: str, args: dict[str, Any], s: State, replicas: int) -> Frame:
     return Frame(
         index=index,
@@ -239,6 +260,7 @@ def timeline(trace: ItfTrace, title: str) -> Timeline:
             raise TimelineError(f"state {i}: a variable has an unexpected shape ({err})") from None
         marks = _new_marks(frame, frames[-1], carried) if frames else ()
         marks = (*marks, *_invariants(s, before, seen))
-        frames.append(replace(frame, marks=marks))
+        changed = () if before is None else _changed(before, s)
+        frames.append(replace(frame, marks=marks, changed=changed))
         before = s
     return Timeline(title, tuple(frames), replicas, dict(trace.meta))
