@@ -8,7 +8,8 @@ import. Imports flow one way, down this list, and never up or sideways:
     mutation   mutation testing: small edits seeded into impl/, each run through the fuzz and
                conformance campaign, and the kill rate over them
     explain    pictures of traces: a trace as a timeline, one lane per replica, with what to
-               highlight, drawn in the terminal (rich) and as PNG or SVG (matplotlib)
+               highlight, drawn in the terminal (rich), as PNG or SVG (matplotlib) and as an
+               HTML page that steps through the run
     coverage   spec coverage: TLC's state graph of a small config (networkx), a corpus's
                states and actions mapped onto it, and the shortest paths to what was missed
     kafka      real Apache Kafka under the model: one fault schedule on a real cluster (ZooKeeper

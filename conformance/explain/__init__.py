@@ -3,8 +3,9 @@
 Holds: `timeline` (a trace as frames: each replica's log, HW, LEO, role and ISR at every step,
 and the marks to highlight: an acknowledged record lost, replicas that diverge, an HW that moves
 back, an invariant broken), `kafka_words` (each spec action as the Kafka method it models),
-`window` (the steps a picture of a long trace shows), `terminal` (rich) and `figure` (PNG and
-SVG, matplotlib). `kreplica explain` is its command line (docs/explain.md).
+`window` (the steps a picture of a long trace shows), `terminal` (rich), `figure` (PNG and
+SVG, matplotlib) and `html` (one self-contained page that steps through the run). `kreplica
+explain` is its command line (docs/explain.md).
 
 May import: `bridge`, `tla` and `errors`.
 """

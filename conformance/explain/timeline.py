@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kreplica.conformance.bridge.checked_steps import checked_violations
@@ -81,7 +81,6 @@ class Frame:
     """The action in the words of the Kafka method it models (`kafka_words.describe`)."""
     lanes: tuple[Lane, ...]
     acked: frozenset[int]
-    committed: frozenset[tuple[int, int]]
     marks: tuple[Mark, ...] = ()
     changed: tuple[tuple[str, str, str], ...] = ()
     """The spec variables this step changed: (name, value before, value after), as ITF JSON."""
@@ -89,12 +88,11 @@ class Frame:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """A whole trace as frames, with where it came from."""
+    """A whole trace as frames, under a title."""
 
     title: str
     frames: tuple[Frame, ...]
     replicas: int
-    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def first_violation(self) -> int | None:
@@ -233,7 +231,6 @@ def _frame(index: int, action: str, args: dict[str, Any], s: State, replicas: in
         words=describe(action, args),
         lanes=tuple(_lane(s, r) for r in range(1, replicas + 1)),
         acked=frozenset(s.get("acked", ())),
-        committed=frozenset(s.get("committed", ())),
     )
 
 
@@ -263,4 +260,4 @@ def timeline(trace: ItfTrace, title: str) -> Timeline:
         changed = () if before is None else _changed(before, s)
         frames.append(replace(frame, marks=marks, changed=changed))
         before = s
-    return Timeline(title, tuple(frames), replicas, dict(trace.meta))
+    return Timeline(title, tuple(frames), replicas)
