@@ -38,14 +38,10 @@ def _colour(epoch: int) -> tuple[float, float, float, float]:
     return EPOCH_COLOURS[epoch % len(EPOCH_COLOURS)]
 
 
-def _marked(frame: Frame, lane: Lane) -> set[int]:
-    return {o for m in frame.marks if m.replica in (None, lane.replica) for o in m.offsets}
-
-
 def _draw_lane(ax: Axes, frame: Frame, lane: Lane, x0: float, y: float, width: int) -> None:
     if not lane.alive:
         ax.add_patch(Rectangle((x0, y - 0.4), width, 0.8, color="0.85", hatch="//", lw=0))
-    marked = _marked(frame, lane)
+    marked = frame.marked(lane.replica)
     for cell in lane.cells:
         deleted = cell.offset < lane.log_start
         face = "0.9" if deleted else _colour(cell.epoch)
@@ -66,11 +62,10 @@ def _draw_lane(ax: Axes, frame: Frame, lane: Lane, x0: float, y: float, width: i
     ax.plot([x0 + lane.hw] * 2, [y - 0.45, y + 0.45], color="green", lw=2.5)
     ax.plot([x0 + lane.leo] * 2, [y - 0.2, y + 0.2], color="black", lw=1)
     if lane.leads:
-        isr = "{" + ",".join(map(str, sorted(lane.isr))) + "}"
         ax.text(
             x0 + width - 0.2,
             y,
-            f"L{lane.epoch} {isr}",
+            f"L{lane.epoch} {lane.isr_text}",
             ha="right",
             va="center",
             fontsize=6,
@@ -79,8 +74,7 @@ def _draw_lane(ax: Axes, frame: Frame, lane: Lane, x0: float, y: float, width: i
 
 
 def _row(text_ax: Axes, ax: Axes, frame: Frame, y: float, width: int) -> None:
-    broken = any(m.kind == "invariant" for m in frame.marks)
-    if broken:
+    if frame.broken:
         for a in (text_ax, ax):
             a.axhspan(y - 0.5, y + 0.5, color="red", alpha=0.12, lw=0)
     words = frame.words if len(frame.words) <= WORDS else frame.words[: WORDS - 1] + "…"

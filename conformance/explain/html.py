@@ -23,9 +23,6 @@ EPOCH_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 
 
 def _lane(lane: Lane, frame: Frame) -> dict[str, Any]:
-    marked = sorted(
-        {o for m in frame.marks if m.replica in (None, lane.replica) for o in m.offsets}
-    )
     return {
         "replica": lane.replica,
         "cells": [[c.offset, c.epoch, c.record] for c in lane.cells],
@@ -35,11 +32,11 @@ def _lane(lane: Lane, frame: Frame) -> dict[str, Any]:
         "role": (
             "down"
             if not lane.alive
-            else f"leader, epoch {lane.epoch}, ISR {{{','.join(map(str, sorted(lane.isr)))}}}"
+            else f"leader, epoch {lane.epoch}, ISR {lane.isr_text}"
             if lane.leads
             else f"follower of {lane.leader}, epoch {lane.epoch}"
         ),
-        "marked": marked,
+        "marked": sorted(frame.marked(lane.replica)),
     }
 
 
@@ -47,7 +44,7 @@ def _frame(frame: Frame) -> dict[str, Any]:
     return {
         "index": frame.index,
         "words": frame.words,
-        "broken": any(m.kind == "invariant" for m in frame.marks),
+        "broken": frame.broken,
         "marks": [{"kind": m.kind, "text": m.text} for m in frame.marks],
         "lanes": [_lane(lane, frame) for lane in frame.lanes],
         "changed": [list(c) for c in frame.changed],

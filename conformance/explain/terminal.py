@@ -48,11 +48,9 @@ def frame_table(frame: Frame) -> Table:
     for column in ("replica", "role", "log (| = HW)", "HW", "LEO", "ISR"):
         table.add_column(column)
     for lane in frame.lanes:
-        marked = {o for m in frame.marks if m.replica in (None, lane.replica) for o in m.offsets}
-        isr = "{" + ",".join(map(str, sorted(lane.isr))) + "}" if lane.leads else ""
-        table.add_row(
-            str(lane.replica), _role(lane), _log(lane, marked), str(lane.hw), str(lane.leo), isr
-        )
+        isr = lane.isr_text if lane.leads else ""
+        log = _log(lane, frame.marked(lane.replica))
+        table.add_row(str(lane.replica), _role(lane), log, str(lane.hw), str(lane.leo), isr)
     return table
 
 

@@ -58,6 +58,11 @@ class Lane:
         """The replica believes it leads the partition."""
         return self.alive and self.leader == self.replica
 
+    @property
+    def isr_text(self) -> str:
+        """The ISR it keeps, as `{1,2}`."""
+        return "{" + ",".join(map(str, sorted(self.isr))) + "}"
+
 
 @dataclass(frozen=True, slots=True)
 class Mark:
@@ -85,6 +90,15 @@ class Frame:
     changed: tuple[tuple[str, str, str], ...] = ()
     """The spec variables this step changed: (name, value before, value after), as ITF JSON."""
 
+    @property
+    def broken(self) -> bool:
+        """An invariant broke at this step."""
+        return any(m.kind == "invariant" for m in self.marks)
+
+    def marked(self, replica: int) -> set[int]:
+        """The offsets this step's marks point at in the replica's lane."""
+        return {o for m in self.marks if m.replica in (None, replica) for o in m.offsets}
+
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
@@ -97,9 +111,7 @@ class Timeline:
     @property
     def first_violation(self) -> int | None:
         """The index of the first frame with an `invariant` mark (None: there is none)."""
-        return next(
-            (f.index for f in self.frames if any(m.kind == "invariant" for m in f.marks)), None
-        )
+        return next((f.index for f in self.frames if f.broken), None)
 
 
 class TimelineError(ValueError):
@@ -195,9 +207,10 @@ def _invariants(s: State, before: State | None, seen: set[str]) -> list[Mark]:
 
 def _new_marks(frame: Frame, before: Frame, carried: set[str]) -> tuple[Mark, ...]:
     """Divergences are marked where they appear, not at every step they last."""
-    fresh = [m for m in _divergence(frame.lanes) if m.text not in carried]
+    diverged = _divergence(frame.lanes)
+    fresh = [m for m in diverged if m.text not in carried]
     carried.clear()
-    carried.update(m.text for m in _divergence(frame.lanes))
+    carried.update(m.text for m in diverged)
     return (
         *_lost_acks(before, frame.lanes, frame.acked),
         *fresh,

@@ -989,7 +989,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         """The controller moves leadership to another live ISR replica (a planned leader
         change: `LEADER_CHANGES`); a hasty one away from the preferred replica first cuts the
         controller off from it, where the set-up allows network partitions."""
-        options = self.choices("change_leader")
+        options = self.choices("change_leader")  # before the partition: it resets choices()
         leader = self.recorder.state["ctrlLeader"]
         if self._loses_touch(leader):
             self._apply(Isolate(CONTROLLER, leader))
