@@ -12,6 +12,7 @@ from kreplica.conformance.bridge.backoff import (
     FetcherView,
     answer_violations,
     backoff_violations,
+    deadline_violations,
     fetcher_view,
 )
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
@@ -104,6 +105,35 @@ def test_an_idle_iteration_with_a_ready_partition_is_named(
     monkeypatch.setattr(AbstractFetcherThread, "maybe_fetch", lambda self: [])
     found = apply_checked(rec, DoWork(2, 1))
     assert found is not None and found[0] == NAME and "did nothing" in found[1]
+
+
+def test_a_request_sent_with_a_deadline_other_than_the_time_out_is_named() -> None:
+    """A fetcher whose requests time out at once (a deadline in the past, as if it had waited
+    replica.socket.timeout.ms already) is named at the iteration that sends one, before it
+    can give up on it early; so is one that would wait longer."""
+    for timeout in (-TIMEOUT, TIMEOUT + 1):
+        rec = recorder()
+        fetcher = rec.cluster.brokers[2].replica_manager.replica_fetcher_manager.fetcher_for(1)
+        assert fetcher is not None
+        fetcher.request_timeout_ms = timeout
+        found = apply_checked(rec, DoWork(2, 1))
+        now = rec.cluster.clock.now_ms
+        assert found is not None and found[0] == NAME
+        assert f"times out at {now + timeout}, expected {now + TIMEOUT}" in found[1]
+
+
+def test_a_request_sent_on_an_answer_gets_its_deadline_too() -> None:
+    """The LIST_OFFSETS of a reset goes out as the FETCH answer arrives (views made by hand):
+    a new request in flight is judged by its deadline, the one awaited before is not."""
+    before, _ = in_flight_fetch()
+    assert before.in_flight is not None
+    sent = replace(before.in_flight, correlation_id=before.in_flight.correlation_id + 1)
+    for deadline, found in ((before.now_ms + TIMEOUT, False), (before.now_ms - 1, True)):
+        after = replace(before, in_flight=replace(sent, deadline_ms=deadline))
+        assert bool(deadline_violations(before, after, TIMEOUT)) is found
+    early = replace(before.in_flight, deadline_ms=before.now_ms - 1)
+    still = replace(before, in_flight=early)
+    assert deadline_violations(still, still, TIMEOUT) == []  # judged when it was sent
 
 
 def test_a_fetch_of_a_delayed_partition_is_named() -> None:

@@ -9,6 +9,8 @@ This check reads a fetcher's partition states just before and after one `DoWork`
 answer it takes (the implementation's own bookkeeping: which partitions wait, until when, and
 the request in flight) and holds them to those rules on the simulated clock:
 
+- a request sent gets its deadline: exactly replica.socket.timeout.ms from now, the time-out
+  of the NetworkClient that `sendAndReceive` waits on (`deadline_violations`);
 - a request fails at its deadline (replica.socket.timeout.ms after it was sent), or earlier
   only if its connection broke: the source broker's process died since it was sent, or was
   dead when it was sent (Kafka's NetworkClient sees the close, or the connect is refused,
@@ -204,6 +206,30 @@ def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
                 )
             )
     return found
+
+
+def deadline_violations(
+    before: FetcherView | None, after: FetcherView | None, timeout_ms: int
+) -> list[tuple[str, str]]:
+    """A request the step sent (in flight after it, not before) must fail no earlier than
+    `timeout_ms` (replica.socket.timeout.ms) from now unless its connection breaks (R8): its
+    deadline is exactly now + `timeout_ms`. The other checks read the deadline to judge when a
+    request may fail, so a wrong one would let a fetcher give up early, or never."""
+    if after is None or after.in_flight is None:
+        return []
+    flight, awaited = after.in_flight, before.in_flight if before is not None else None
+    if awaited is not None and awaited.correlation_id == flight.correlation_id:
+        return []
+    expected = after.now_ms + timeout_ms
+    if flight.deadline_ms == expected:
+        return []
+    return [
+        (
+            NAME,
+            f"request {flight.correlation_id} sent at {after.now_ms} ms times out at "
+            f"{flight.deadline_ms}, expected {expected} (replica.socket.timeout.ms)",
+        )
+    ]
 
 
 def _delayed(state: PartitionFetchState, now_ms: int) -> bool:

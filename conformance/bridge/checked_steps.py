@@ -15,6 +15,7 @@ from kreplica.conformance.bridge.backoff import (
     FetcherView,
     answer_violations,
     backoff_violations,
+    deadline_violations,
     fetcher_view,
     unseen_disconnection_violations,
 )
@@ -325,19 +326,23 @@ def _timing_violations(
     answer: FetcherAnswer | None,
     isr_in_flight: bool,
 ) -> list[Violation]:
-    """Kafka's timing rules on the simulated clock: a fetcher iteration's or an answer's
-    back-off, a broken connection seen at once (`backoff`), an ISR shrink's lag time
-    (`lag_times`)."""
+    """Kafka's timing rules on the simulated clock: the deadline of a request a fetcher
+    sends, a fetcher iteration's or an answer's back-off, a broken connection seen at once
+    (`backoff`), an ISR shrink's lag time (`lag_times`)."""
     cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
+    timeout = cluster.config.replica_socket_timeout_ms
     unseen = unseen_disconnection_violations(cluster)
     if unseen:
         return unseen
     if isinstance(step, DoWork):
         after = fetcher_view(cluster, step.broker, step.source)
-        return backoff_violations(fetcher, after, [e.payload for e in recorder.sent], backoff)
+        return deadline_violations(fetcher, after, timeout) or backoff_violations(
+            fetcher, after, [e.payload for e in recorder.sent], backoff
+        )
     if isinstance(step, Deliver) and answer is not None:
-        return answer_violations(
-            fetcher, fetcher_view(cluster, step.dst, step.src), answer, backoff
+        after = fetcher_view(cluster, step.dst, step.src)
+        return deadline_violations(fetcher, after, timeout) or answer_violations(
+            fetcher, after, answer, backoff
         )
     if isinstance(step, ShrinkIsr):
         now, lag = cluster.clock.now_ms, recorder.lag_times
