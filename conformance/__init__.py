@@ -64,7 +64,7 @@ ROOMS: dict[str, frozenset[str]] = {
             "impl",
         }
     ),
-    "explain": frozenset({"bridge", "tla", "errors"}),
+    "explain": frozenset({"validate", "bridge", "tla", "errors"}),
     "mutation": frozenset({"fuzz", "validate", "bridge", "tla", "errors", "impl"}),
     "coverage": frozenset({"validate", "tla", "errors"}),
     "kafka": frozenset({"bridge", "tla", "errors", "impl"}),

@@ -31,3 +31,19 @@ def spec_dir() -> Path:
 def tlc_output_dir() -> Path:
     """Recorded TLC stdout, one file per config of the toy spec."""
     return TLC_FIXTURES / "output"
+
+
+@pytest.fixture(scope="session")
+def rejected_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The result set of `kreplica conform` on corpus_helpers.REJECTED (a real TLC run, once
+    per session)."""
+    from click.testing import CliRunner
+    from corpus_helpers import REJECTED
+
+    from kreplica.conformance.cli.main import main
+
+    out = tmp_path_factory.mktemp("rejected") / "conform"
+    args = ["conform", str(REJECTED), "--no-spark", "--workers", "1", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    return out

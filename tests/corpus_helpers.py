@@ -22,3 +22,13 @@ def write_corpus(path: Path, lines: list[str]) -> Path:
     """`lines` as a JSON-lines corpus at `path`."""
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+REJECTED = (
+    Path(__file__).resolve().parent.parent
+    / "traces"
+    / "regressions"
+    / ("bug-hw-not-clamped-r3-s3.itf.json")
+)
+"""A trace `kreplica conform` rejects (recorded with the seeded bug hw-not-clamped): at step 7
+a follower takes its leader's HW beyond its own log end."""

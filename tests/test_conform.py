@@ -324,9 +324,12 @@ def test_the_report_lists_rejections_by_id_says_how_many_more_and_prints_no_mark
     (directory / "zz.itf.json").write_text(json.dumps(odd))
     result = conform(str(directory), "--no-spark", "--workers", "1", "--out", str(tmp_path / "o"))
     assert result.exit_code == 2, result.output
-    shown = [line for line in result.stdout.splitlines() if "t0" in line or "t1" in line]
+    lines = result.stdout.splitlines()
+    why = [line for line in lines if line.startswith("why ")]
+    shown = [line for line in lines if ("t0" in line or "t1" in line) and line not in why]
     ids = [re.search(r"t\d\d", line).group(0) for line in shown]  # type: ignore[union-attr]
     assert ids == [f"t{n:02d}" for n in range(10)]
+    assert len(why) == 3  # --why 3: the first three rejections of the batch
     assert "... and 2 more rejected" in result.stdout
     assert "[/red]" in result.stdout and "Traceback" not in result.output
     assert result.stderr.splitlines() == ["kreplica: error: 1 of 13 traces could not be checked"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
+from corpus_helpers import REJECTED
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.explain.kafka_words import KAFKA_METHODS, describe
@@ -171,3 +172,47 @@ def test_the_terminal_shows_lanes_hw_and_marks() -> None:
     assert re.search(r"1\s+leader e0\s+1 \|\s+1\s+1\s+\{1,2\}", step), step
     assert "! acked record 1 lost by replica 2 (offset 0)" in step
     assert "! CommittedRecordsOnIsr is violated" in step
+
+
+# ---------------------------------------------------------------- a trace conform rejected
+
+
+def test_a_rejected_trace_shows_the_step_the_values_and_the_false_conjunct(
+    rejected_results: Path, tmp_path: Path
+) -> None:
+    """--results: the step conform pinpointed is marked, with the variables the trace logged
+    against those the spec allows, and the false conjunct with its line in the spec."""
+    png = tmp_path / "rejected.png"
+    result = explain(str(REJECTED), "--results", str(rejected_results), "--png", str(png))
+    assert result.exit_code == 0, result.output
+    step = " ".join(result.stdout.split("step 7: ", 1)[1].split())  # as one line, unwrapped
+    assert "! conform rejected step 7: no successor of FollowerHandleFetchResponse" in step
+    assert "hw: the trace logged [3,3,0]; the spec allows [3,2,0]" in step
+    assert re.search(r"why: KafkaReplication\.tla:\d+: hw' = \[hw EXCEPT", step)
+    assert "Len(newLog) = 2" in step
+    assert png.stat().st_size > 0
+    line = timeline(read_trace(REJECTED), "t")
+    assert [f.index for f in line.frames if any(m.kind == "rejected" for m in f.marks)] == []
+
+
+@pytest.mark.parametrize(
+    ("results", "message"),
+    [
+        ("not-results", "is not a result row"),
+        ("other-trace", "have no row for"),
+        ("missing", "cannot read the results"),
+    ],
+)
+def test_bad_results_are_one_line_and_exit_2(
+    rejected_results: Path, tmp_path: Path, results: str, message: str
+) -> None:
+    path = tmp_path / "results.json"
+    if results == "not-results":
+        path.write_text('{"vars": []}\n')
+    elif results == "other-trace":
+        row = json.loads((rejected_results / "results.json").read_text())
+        row["trace_id"] = "elsewhere/other.itf.json"
+        path.write_text(json.dumps(row) + "\n")
+    result = explain(str(REJECTED), "--results", str(path), "--quiet")
+    assert result.exit_code == 2, result.output
+    assert message in one_error_line(result)

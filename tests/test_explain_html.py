@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from corpus_helpers import REJECTED
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -145,3 +146,28 @@ def test_a_marked_cell_is_outlined(browser: WebDriver, tmp_path: Path) -> None:
         ("0", "1"),
         ("0", "2"),
     ]
+
+
+def test_a_rejected_trace_says_where_and_why(
+    browser: WebDriver, rejected_results: Path, tmp_path: Path
+) -> None:
+    """--results: the page opens at the step conform rejected (its tick red), the rejection
+    block names the variables and the false conjunct, and its button goes back there."""
+    page = tmp_path / "rejected.html"
+    args = ["explain", str(REJECTED), "--quiet", "--results", str(rejected_results)]
+    result = CliRunner().invoke(main, [*args, "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    browser.get(page.as_uri())
+    assert _shown(browser) == 7
+    ticks = browser.find_elements(By.CSS_SELECTOR, "#strip .tick")
+    assert "broken" in (ticks[7].get_attribute("class") or "")
+    block = browser.find_element(By.ID, "rejection").text
+    assert "conform rejected step 7" in block
+    assert "hw: the trace logged [3,3,0]; the spec allows [3,2,0]" in block
+    assert "why: KafkaReplication.tla:" in block and "Len(newLog) = 2" in block
+    marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#marks li")]
+    assert any(m.startswith("conform rejected step 7") for m in marks)
+    ticks[0].click()
+    assert _shown(browser) == 0
+    browser.find_element(By.ID, "to-rejected").click()
+    assert _shown(browser) == 7

@@ -55,6 +55,7 @@ from kreplica.conformance.validate.results import (
 from kreplica.conformance.validate.sources import local_files
 from kreplica.conformance.validate.tlcdata import build_reader, default_cache_dir
 from kreplica.conformance.validate.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
+from kreplica.conformance.validate.why import why_text
 from kreplica.impl.variants import Variant, VariantError, not_in_spec, parse_variant
 
 EPILOG = """\b
@@ -134,6 +135,9 @@ def _report(summary: Summary, seconds: float, out: Path, console: Console) -> No
             rejected.add_row(Text(row["trace_id"], overflow="fold"), str(row["step"]),
                              Text(f"{row['action']} {row['args']}"), Text(variables))  # fmt: skip
         console.print(rejected)
+        for row in summary.rejected:
+            if row.get("why"):
+                console.print(Text(f"why {row['trace_id']}, step {row['step']}: {why_text(row)}"))
         _more(console, v[VIOLATES] - len(summary.rejected), "rejected", out)
     for row in summary.errors:
         reason, where = row["reason"], f"{row['trace_id']}: "
@@ -326,13 +330,22 @@ def _first_line(err: Exception) -> str:
     "Java override (fast; needs javac once), or a generated TLA+ module; auto: java "
     "when javac is there.",
 )
+@click.option(
+    "--why",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Rejected traces per batch whose false conjunct is looked for: the line of the "
+    "logged action's definition that the logged state breaks, and the values of the names "
+    "it mentions (two short TLC runs each); 0: none.",
+)
 @click.option("--spec-dir", type=click.Path(path_type=Path), help="Spec directory.")
 @click.option("--java", help="Java executable [env KREPLICA_JAVA].")
 @click.option("--jar", type=click.Path(path_type=Path), help="tla2tools.jar.")
 def conform_command(
     paths: tuple[str, ...], out: Path, batch_size: int, master: str, no_spark: bool,
     workers: int, variants: tuple[str, ...], bugs: tuple[str, ...], min_isr: int,
-    fetch_max_records: int, tlc_timeout: float, reader: str, spec_dir: Path | None,
+    fetch_max_records: int, tlc_timeout: float, reader: str, why: int, spec_dir: Path | None,
     java: str | None, jar: Path | None, confs: tuple[str, ...] = (),
 ) -> int:  # fmt: skip
     """Check that recorded traces conform to the spec: TLC walks each one.
@@ -340,8 +353,9 @@ def conform_command(
     PATH is an ITF trace (*.itf.json), a JSON-lines corpus (*.jsonl, one trace per line) or a
     directory of them; with Spark, any path Spark reads (hdfs://, s3a://, ...). Each trace is
     checked against the spec's Init and Next with the logged actions; a rejected trace is
-    reported with its first unexplained step, the logged action there, and the variables
-    that differ from every successor the spec allows.
+    reported with its first unexplained step, the logged action there, the variables that
+    differ from every successor the spec allows, and (--why) the conjunct of the action's
+    definition that is false, with the values of the names it mentions.
     """
     spec = resolve_spec_dir(spec_dir)
     spark_conf = _spark_conf(confs, no_spark)
@@ -356,10 +370,11 @@ def conform_command(
     )
     files = local_files(paths) if no_spark else spark_inputs(paths)[0]  # missing: fail now
     with ResultSet.claim(out) as result_set:  # one run per --out: a second fails at once
+        settings = CheckSettings(params, spec, tlc, _reader(reader, tlc), why)
         try:
             summary, seconds = _run(
-                paths, files, result_set, CheckSettings(params, spec, tlc, _reader(reader, tlc)),
-                batch_size, master, no_spark, workers, java, spark_conf,
+                paths, files, result_set, settings, batch_size, master, no_spark, workers, java,
+                spark_conf,
             )  # fmt: skip
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {_kept(result_set)}") from None

@@ -11,7 +11,8 @@ from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.replay import check_vocabulary
 from kreplica.conformance.errors import EXIT_OK, TraceError, file_error
 from kreplica.conformance.explain import figure, html, terminal
-from kreplica.conformance.explain.timeline import TimelineError, timeline
+from kreplica.conformance.explain.rejection import find_row, rejection_of
+from kreplica.conformance.explain.timeline import TimelineError, timeline, with_rejection
 from kreplica.conformance.explain.window import MAX_FRAMES, window
 from kreplica.conformance.tla.itf import printable, read_trace
 
@@ -24,6 +25,10 @@ Examples:
                                      a page: previous/next, a slider, each step's diff
   kreplica explain long.itf.json --window 20 --step 5000
                                      20 steps ending a few after step 5000
+  kreplica explain bad.itf.json --results out/conform --html build/bad.html
+                                     a trace conform rejected: the step, the
+                                     variables logged against allowed, the
+                                     false conjunct of the spec
 
 \b
 TRACE is an ITF file: a TLC counterexample (kreplica check), a golden trace
@@ -32,15 +37,17 @@ lane per replica: its log as cells coloured by leader epoch and labelled with
 record ids, its HW (| in the terminal, a green bar in pictures), LEO, role and
 ISR. Marked in red where they happen: an acknowledged record a replica loses,
 replicas that diverge, an HW that moves back, the step where an invariant
-breaks. A trace longer than --window steps is shown as a window that ends a
-few steps after its first broken invariant (or at its end), and says so.
+breaks, the step kreplica conform rejected (--results). A trace longer than
+--window steps is shown as a window that ends a few steps after its first
+broken invariant or rejected step (or at its end), and says so.
 
 \b
 Exit codes:
   0  the picture was drawn
   2  bad input: a missing, truncated or non-ITF trace, an unknown variable or
      action, a value of another type than the spec's, an unwritable --png,
-     --svg or --html, a --png/--svg/--html path without that suffix
+     --svg or --html, a --png/--svg/--html path without that suffix, --results
+     that are not conform's results or have no row for TRACE
 """
 
 
@@ -57,6 +64,10 @@ Exit codes:
 @click.option("--step", "around", type=click.IntRange(min=0), default=None,
               help="End the window a few steps after this one (default: the first "
               "broken invariant).")  # fmt: skip
+@click.option("--results", type=click.Path(path_type=Path),
+              help="The results of a kreplica conform run (its --out, or its results.json) "
+              "that rejected TRACE: mark the pinpointed step, the variables that differ "
+              "(logged against allowed), and the false conjunct.")  # fmt: skip
 @click.option("--quiet", is_flag=True, help="Draw no picture in the terminal.")
 def explain_command(
     trace_path: Path,
@@ -65,6 +76,7 @@ def explain_command(
     page: Path | None,
     size: int,
     around: int | None,
+    results: Path | None,
     quiet: bool,
 ) -> int:
     """Draw TRACE: one lane per replica, the marks that matter in red."""
@@ -76,6 +88,9 @@ def explain_command(
     try:
         check_vocabulary(trace)
         line = timeline(trace, printable(trace_path.name))
+        rejection = None if results is None else rejection_of(find_row(results, trace_path))
+        if rejection is not None:
+            line = with_rejection(line, rejection)
     except (TraceError, TimelineError) as err:
         raise TraceError(f"{name}: {err}") from None
     if around is not None and around >= len(line.frames):

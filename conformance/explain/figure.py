@@ -8,6 +8,7 @@ invariant breaks is shaded red."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -32,6 +33,10 @@ TEXT_WIDTH = 6.5
 """Inches for the actions' column."""
 WORDS = 78
 """Most characters of an action's words (longer ones are cut)."""
+NOTE = 160
+"""Characters per line of a rejection (longer ones are wrapped)."""
+NOTE_HEIGHT = 0.12
+"""Inches per line of a rejection, under the timeline."""
 
 
 def _colour(epoch: int) -> tuple[float, float, float, float]:
@@ -88,15 +93,25 @@ def _row(text_ax: Axes, ax: Axes, frame: Frame, y: float, width: int) -> None:
         _draw_lane(ax, frame, lane, i * (width + 1), y, width)
 
 
+def _rejection_lines(line: Timeline) -> list[str]:
+    """The rejection's lines, wrapped to NOTE characters, under the timeline."""
+    if line.rejection is None:
+        return []
+    return [part for t in line.rejection.lines() for part in textwrap.wrap(t, NOTE)]
+
+
 def draw(line: Timeline, shown: Window) -> Figure:
     """The figure of the window's frames."""
     width = max(1, max(lane.leo for f in shown.frames for lane in f.lanes)) + 3
     rows = len(shown.frames)
     lanes_width = CELL * (width + 1) * line.replicas
-    fig = plt.figure(figsize=(TEXT_WIDTH + lanes_width, ROW * rows + 1.3))
+    notes = len(_rejection_lines(line))
+    height = ROW * rows + 1.3 + NOTE_HEIGHT * notes
+    fig = plt.figure(figsize=(TEXT_WIDTH + lanes_width, height))
     share = TEXT_WIDTH / (TEXT_WIDTH + lanes_width)
-    text_ax = fig.add_axes((0.0, 0.02, share, 0.9))
-    ax = fig.add_axes((share, 0.02, 1 - share - 0.01, 0.9), sharey=text_ax)
+    bottom = 0.02 + NOTE_HEIGHT * notes / height  # room for the rejection's lines
+    text_ax = fig.add_axes((0.0, bottom, share, 0.92 - bottom))
+    ax = fig.add_axes((share, bottom, 1 - share - 0.01, 0.92 - bottom), sharey=text_ax)
     for y, frame in enumerate(shown.frames):
         _row(text_ax, ax, frame, -y, width)
     for i in range(line.replicas):
@@ -113,6 +128,9 @@ def draw(line: Timeline, shown: Window) -> Figure:
     text_ax.set_xlim(0, 1)
     for a in (text_ax, ax):
         a.axis("off")
+    if notes:
+        fig.text(0.01, 0.005, "\n".join(_rejection_lines(line)), fontsize=6, color="red",
+                 va="bottom", family="monospace")  # fmt: skip
     title = line.title + (f" ({shown.summary})" if shown.summary else "")
     fig.suptitle(title, fontsize=9, x=0.01, ha="left")
     epochs = sorted({c.epoch for f in shown.frames for lane in f.lanes for c in lane.cells})

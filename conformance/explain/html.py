@@ -1,11 +1,13 @@
 """A timeline as one self-contained HTML page that steps through the run: previous and next
-buttons, a slider, a strip of every step (the step where an invariant breaks in red), the lanes
-of the current step, its marks, and its state diff (each variable the step changed, before and
-after). The frames are embedded as JSON; the page loads nothing else, so it opens from a file.
+buttons, a slider, a strip of every step (in red the step where an invariant breaks, or that
+conform rejected), the lanes of the current step, its marks, and its state diff (each variable
+the step changed, before and after). The frames are embedded as JSON; the page loads nothing
+else, so it opens from a file.
 
 The page's structure is what `tests/test_explain_html.py` checks in a real browser: `#lanes`
 holds one `.lane` per replica, each with its `.cell`s; `#strip` one `.tick` per step; `#slider`,
-`#prev` and `#next` move `#step`; `#marks` and `#diff` describe the current step."""
+`#prev` and `#next` move `#step`; `#marks` and `#diff` describe the current step. For a trace
+`kreplica conform` rejected, `#rejection` says where and why, and `#to-rejected` goes there."""
 
 from __future__ import annotations
 
@@ -72,6 +74,8 @@ h1 { font-size: 1.2em; } .note { color: #666; }
 .hw { width: 3px; height: 30px; background: green; }
 .nums { color: #666; font-size: 12px; }
 #marks li { color: #c00; }
+#rejection { border: 2px solid #c00; padding: .5em 1em; margin-bottom: 1em; }
+#rejection li { font-family: monospace; font-size: 12px; white-space: pre-wrap; }
 #diff { border-collapse: collapse; font-family: monospace; font-size: 12px; }
 #diff td, #diff th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
 """
@@ -149,6 +153,7 @@ PAGE = """<!DOCTYPE html>
 <div id="controls"><button id="prev">previous</button><input id="slider" type="range" min="0"
  value="0"><button id="next">next</button><span id="step"></span></div>
 <div id="strip"></div>
+%(rejection)s
 <div id="words"></div>
 <div id="lanes"></div>
 <ul id="marks"></ul>
@@ -160,6 +165,20 @@ PAGE = """<!DOCTYPE html>
 """
 
 
+def _rejection(line: Timeline, shown: Window) -> str:
+    """The block that says where and why `kreplica conform` rejected the trace, with a
+    button to its step ("" for a trace without a rejection)."""
+    if line.rejection is None:
+        return ""
+    first, *rest = line.rejection.lines()
+    items = "".join(f"<li>{html.escape(t)}</li>" for t in rest)
+    at = [f.index for f in shown.frames].index(line.rejection.step)
+    return (
+        f'<div id="rejection"><b>{html.escape(first)}</b> <button id="to-rejected" '
+        f'onclick="show({at})">go to step {line.rejection.step}</button><ul>{items}</ul></div>'
+    )
+
+
 def page(line: Timeline, shown: Window) -> str:
     """The HTML page of the window's frames; it opens at the first broken invariant."""
     frames = json.dumps({"frames": [_frame(f) for f in shown.frames]}, separators=(",", ":"))
@@ -167,6 +186,7 @@ def page(line: Timeline, shown: Window) -> str:
     if shown.summary:
         note += " " + shown.summary + "."
     return PAGE % {
+        "rejection": _rejection(line, shown),
         "title": html.escape(line.title),
         "note": html.escape(note),
         "style": STYLE,

@@ -63,5 +63,7 @@ def render(line: Timeline, shown: Window, console: Console) -> None:
         title = Text(f"step {frame.index}: {frame.words}", style="bold")
         parts: list[Table | Text] = [title, frame_table(frame)]
         parts.extend(Text(f"  ! {m.text}", style=MARK_STYLE) for m in frame.marks)
+        if line.rejection is not None and frame.index == line.rejection.step:
+            parts.extend(Text(f"    {t}", style=MARK_STYLE) for t in line.rejection.lines()[1:])
         console.print(Group(*parts))
         console.print()

@@ -92,8 +92,8 @@ class Frame:
 
     @property
     def broken(self) -> bool:
-        """An invariant broke at this step."""
-        return any(m.kind == "invariant" for m in self.marks)
+        """An invariant broke at this step, or `kreplica conform` rejected it."""
+        return any(m.kind in ("invariant", "rejected") for m in self.marks)
 
     def marked(self, replica: int) -> set[int]:
         """The offsets this step's marks point at in the replica's lane."""
@@ -101,12 +101,34 @@ class Frame:
 
 
 @dataclass(frozen=True, slots=True)
+class Rejection:
+    """Where `kreplica conform` rejected the trace: the step, why in its words, the variables
+    no successor agrees on (the value the trace logged, those the spec allows), and the false
+    conjunct of the logged action (`validate.why`), when it was found."""
+
+    step: int
+    reason: str
+    differs: tuple[tuple[str, str, str], ...] = ()
+    why: str = ""
+
+    def lines(self) -> list[str]:
+        """The rejection as lines of text, for every picture."""
+        out = [f"conform rejected step {self.step}: {self.reason}"]
+        out += [f"{v}: the trace logged {logged}; the spec allows {allowed}"
+                for v, logged, allowed in self.differs]  # fmt: skip
+        if self.why:
+            out.append(f"why: {self.why}")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Timeline:
-    """A whole trace as frames, under a title."""
+    """A whole trace as frames, under a title; the rejection, for a trace conform rejected."""
 
     title: str
     frames: tuple[Frame, ...]
     replicas: int
+    rejection: Rejection | None = None
 
     @property
     def first_violation(self) -> int | None:
@@ -274,3 +296,15 @@ def timeline(trace: ItfTrace, title: str) -> Timeline:
         frames.append(replace(frame, marks=marks, changed=changed))
         before = s
     return Timeline(title, tuple(frames), replicas)
+
+
+def with_rejection(line: Timeline, rejection: Rejection) -> Timeline:
+    """The timeline with conform's rejection marked at its step (TimelineError if the trace
+    has no such step)."""
+    if not 0 <= rejection.step < len(line.frames):
+        raise TimelineError(f"the rejected step {rejection.step} is not in the trace")
+    frames = list(line.frames)
+    frame = frames[rejection.step]
+    mark = Mark("rejected", None, rejection.lines()[0])
+    frames[rejection.step] = replace(frame, marks=(*frame.marks, mark))
+    return replace(line, frames=tuple(frames), rejection=rejection)

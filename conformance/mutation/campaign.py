@@ -4,8 +4,9 @@ fuzzer found nothing, `kreplica conform` on every trace it recorded.
 By default the campaign is issue #14's study's, at 500 runs where the study ran 150 (never tuned
 to a mutant; docs/mutation.md says why):
 `kreplica fuzz --examples 500 --steps 50 --seed S --corpus C --no-shrink`, then
-`kreplica conform C --no-spark --workers 1`; then, for each protocol variant of `variants`, the
-same size of campaign under that variant for conformance only: `kreplica fuzz --variant V
+`kreplica conform C --no-spark --workers 1 --why 0` (the verdict is what counts); then, for
+each protocol variant of `variants`, the same size of campaign under that variant for
+conformance only: `kreplica fuzz --variant V
 --no-invariants ...` (an unsafe variant breaks invariants by design; a step that raises still
 fails it) and `kreplica conform C --variant V ...`, the variant's traces against the spec under
 the same variant; a variant the spec does not model (isr=alter-partition) has no spec to
@@ -327,7 +328,7 @@ def _stage(
         return
     if not modelled:
         return
-    conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1", *chosen]
+    conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1", "--why", "0", *chosen]
     code, text = _run([*conform_args, "--out", str(work / "conform")], work, env, deadline)
     o.exits["conform" + where] = code
     if code != 0:

@@ -58,14 +58,18 @@ from kreplica.conformance.validate.tracecheck import (
     CheckSettings,
     check_texts,
 )
+from kreplica.conformance.validate.why import explain_rejections
 
 Progress = Callable[[int, int | None], None]
 """Called with (batches done, batches in all when known)."""
 
 
 def check_items(items: list[Item], settings: CheckSettings) -> list[dict[str, Any]]:
-    """Check one batch: one result row (a dict) per item, in order."""
-    return [r.row() for r in check_texts(items, settings)]
+    """Check one batch: one result row (a dict) per item, in order; the first rejected ones
+    say which conjunct of the logged action is false (`why`)."""
+    results = check_texts(items, settings)
+    explain_rejections(items, results, settings)
+    return [r.row() for r in results]
 
 
 # ---------------------------------------------------------------- the process pool

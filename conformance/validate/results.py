@@ -41,6 +41,7 @@ from kreplica.conformance.errors import KreplicaError
 from kreplica.conformance.tla.itf import printable
 from kreplica.conformance.validate.locks import lock_output
 from kreplica.conformance.validate.tracecheck import CONFORMS, ERROR, SPEC_MODULES, VIOLATES
+from kreplica.conformance.validate.why import why_text
 
 COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("trace_id", pa.string()),
@@ -54,6 +55,9 @@ COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("reason", pa.string()),
     ("seconds", pa.float64()),
     ("note", pa.string()),
+    ("why_line", pa.int64()),
+    ("why", pa.string()),
+    ("why_values", pa.string()),
 )
 SCHEMA = pa.schema(list(COLUMNS))
 PARQUET = "results.parquet"
@@ -167,6 +171,8 @@ def _testcase(row: dict[str, Any]) -> str:
     where = f"step {row['step']} {row['action']} {row['args']}" if row["step"] is not None else ""
     message = quoteattr(printable(f"{where}: {row['reason']}" if where else str(row["reason"])))
     body = escape(printable(row["diff"] or row["reason"] or ""))
+    if row.get("why"):
+        body += escape(printable("\nwhy: " + why_text(row)))
     return f"{head}>\n    <{kind} message={message}>{body}</{kind}>\n  </testcase>\n"
 
 

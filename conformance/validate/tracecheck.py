@@ -73,6 +73,13 @@ class TraceResult:
     note: str = ""
     """Said of a trace that is checked all the same: recorded under another variant than the
     one it is checked against (`sources.variant_note`)."""
+    why_line: int | None = None
+    """Of a rejected step: the line in spec/KafkaReplication.tla of the conjunct of the logged
+    action that is false (`why`), when it was looked for and found."""
+    why: str = ""
+    """That conjunct's text."""
+    why_values: str = ""
+    """The values of the names it mentions: a JSON object, name to TLA+ value."""
 
     def row(self) -> dict[str, Any]:
         """A plain dict (one result row)."""
@@ -557,6 +564,9 @@ class CheckSettings:
     tlc: TlcOptions
     reader: Path | None = None
     """The compiled Java trace-data reader (tlcdata.build_reader), or None: TLA+ text."""
+    why: int = 3
+    """Rejected traces per batch whose false conjunct is looked for (`why`): two more short
+    TLC runs each; 0: none."""
 
 
 def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[TraceResult]:
