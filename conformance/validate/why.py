@@ -111,8 +111,10 @@ def coverage_nodes(output: str, action: str = "WhyNext") -> list[Node]:
 
 
 def reached(nodes: Sequence[Node]) -> list[Node]:
-    """The nodes evaluated at least once: counted, or with a counted node below them (TLC
-    does not count an equality whose primed variable is already fixed, only its operands)."""
+    """The nodes evaluated at least once: counted, or with a counted node below them in the
+    report or inside their text (TLC does not count an equality whose primed variable is
+    already fixed, only its operands, and lists an operator's arguments apart from it)."""
+    counted = [n for n in nodes if n.count > 0]
     out = []
     for i, node in enumerate(nodes):
         below = False
@@ -122,9 +124,18 @@ def reached(nodes: Sequence[Node]) -> list[Node]:
             if later.count > 0:
                 below = True
                 break
-        if node.count > 0 or below:
+        if node.count > 0 or below or any(_inside(c, node) for c in counted):
             out.append(node)
     return out
+
+
+def _inside(inner: Node, outer: Node) -> bool:
+    """`inner`'s text lies within `outer`'s, in the same module."""
+    return (
+        inner.module == outer.module
+        and (outer.line, outer.col) <= (inner.line, inner.col)
+        and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+    )
 
 
 def action_span(spec_lines: Sequence[str], action: str) -> tuple[int, int] | None:
@@ -155,9 +166,42 @@ branch of an IF or of a CASE."""
 
 
 def is_step(spec_lines: Sequence[str], line: int, col: int) -> bool:
-    """The expression starting at (line, col) is a conjunct, a disjunct or a branch."""
+    """The expression starting at (line, col) is a conjunct or a disjunct, or a branch of an
+    IF or a CASE that is itself a step (not a value's IF, as in `hw |-> IF e THEN h ELSE 0`)."""
     before = spec_lines[line - 1][: col - 1].rstrip()
-    return before.endswith(STEP_ENDS)
+    if before.endswith(("/\\", "\\/")):
+        return True
+    if not before.endswith(("THEN", "ELSE", "->")) or before.endswith("|->"):
+        return False
+    text = "\n".join([*spec_lines[: line - 1], before])
+    opener = _opener(text)
+    return opener is not None and is_step(spec_lines, *opener)
+
+
+_KEYWORD = re.compile(r'"[^"\n]*"|\b(IF|THEN|ELSE|CASE)\b|(?<!\|)->')
+
+
+def _opener(text: str) -> tuple[int, int] | None:
+    """Where the IF or CASE starts whose THEN, ELSE or arm (`->`) ends `text`: (line, col),
+    1-based; None if there is none."""
+    tokens = [(m.group(0), m.start()) for m in _KEYWORD.finditer(text) if m.group(0)[0] != '"']
+    last, _ = tokens.pop()
+    if last == "->":
+        found = next((at for word, at in reversed(tokens) if word == "CASE"), None)
+    else:
+        depth, found = 0, None
+        for word, at in reversed(tokens):
+            if word == last:
+                depth += 1
+            elif word == "IF":
+                if depth == 0:
+                    found = at
+                    break
+                depth -= 1
+    if found is None:
+        return None
+    line = text.count("\n", 0, found) + 1
+    return line, found - (text.rfind("\n", 0, found) + 1) + 1
 
 
 def expression_text(spec_lines: Sequence[str], node: Node) -> str:
@@ -231,6 +275,37 @@ def _list_evaluated(
     return bullet <= 5 and node.line >= span[0]
 
 
+_BULLET = re.compile(r"/\\|\\/")
+_BEFORE_BULLET = ("IN", "THEN", "ELSE", "==", "->", ":", "(")
+
+
+def bullet_steps(spec_lines: Sequence[str], span: tuple[int, int]) -> list[Node]:
+    """The bulleted conjuncts and disjuncts of the span, by TLA+'s layout: a bullet that
+    starts its line (or follows IN, THEN, ELSE, `==`, `->`, `:` or `(`) holds what follows it,
+    down to the first later line that starts at or left of its column."""
+    first, last = span
+    found = []
+    for number in range(first, last + 1):
+        text = spec_lines[number - 1]
+        for match in _BULLET.finditer(text):
+            before = _strip_comments(text[: match.start()]).rstrip()
+            if before and not before.endswith(_BEFORE_BULLET):
+                continue
+            end = number
+            while end < last and _continues(spec_lines[end], match.start()):
+                end += 1
+            found.append(
+                Node(0, number, match.end() + 2, end, len(spec_lines[end - 1]), COPY_SPEC, 0)
+            )
+    return found
+
+
+def _continues(line: str, column: int) -> bool:
+    """`line` belongs to a bullet at 0-based `column`: blank, or it starts right of it."""
+    stripped = line.lstrip()
+    return not stripped or stripped.startswith("\\*") or len(line) - len(stripped) > column
+
+
 def false_conjunct(
     spec_lines: Sequence[str],
     nodes: Sequence[Node],
@@ -249,6 +324,11 @@ def false_conjunct(
         for n in reached(nodes)
         if n.module == COPY_SPEC and first <= n.line <= last and is_step(spec_lines, n.line, n.col)
     ]
+    counted = [n for n in nodes if n.count > 0 and n.module == COPY_SPEC]
+    starts = {(n.line, n.col) for n in inside}
+    for bullet in bullet_steps(spec_lines, span):
+        if (bullet.line, bullet.col) not in starts and any(_inside(c, bullet) for c in counted):
+            inside.append(bullet)  # TLC lists an operator's arguments, not the application
     candidates = list(inside)
     for node, names in unchanged_conjuncts(spec_lines, span):
         if (
@@ -270,12 +350,14 @@ KEYWORDS = frozenset(
     | {"SUBSET", "UNION", "CHOOSE", "TRUE", "FALSE", "LAMBDA", "ENABLED"}
 )
 _TERM = re.compile(
-    r"(?<![\w.!\\])([A-Za-z_]\w*)((?:\([^()]*\))?(?:\[[^\[\]]*\])*(?:\.[A-Za-z_]\w*)*'?)"
+    r"(?<![\w.!\\])([A-Za-z_]\w*)((?:\([\w\s,.]*\))?(?:\[[\w\s,.]*\])*(?:\.[A-Za-z_]\w*)*'?)"
 )
+"""A name, with simple arguments or indexes, field accesses and a prime: `LEO(l)`, `hw[l]`,
+`m.offset`, `hw'`."""
 _BOUND = re.compile(r"(?:\\[EA]|CHOOSE|LAMBDA)\s+(\w+)|[\[{]\s*(\w+)\s+\\in")
 
 
-def mentioned_terms(conjunct: str, primed_ok: bool = True) -> list[str]:
+def mentioned_terms(conjunct: str, primed_ok: bool = True, plain: bool = False) -> list[str]:
     """The names, applications, field accesses and primed variables `conjunct` mentions, in
     order: the terms worth a value (not the names its own quantifiers bind)."""
     text = re.sub(r'"[^"]*"', '""', conjunct)
@@ -290,7 +372,7 @@ def mentioned_terms(conjunct: str, primed_ok: bool = True) -> list[str]:
             continue  # an operator whose arguments nest: its parts are terms of their own
         if any(re.search(rf"\b{re.escape(b)}\b", tail) for b in bound):
             continue
-        if tail.endswith("'") and not primed_ok:
+        if (tail.endswith("'") and not primed_ok) or (plain and tail.startswith(("(", "["))):
             continue
         term = name + tail
         if term not in terms:
@@ -308,12 +390,15 @@ def with_print(spec_lines: Sequence[str], node: Node, terms: Sequence[str]) -> l
     if start[: node.col - 1].strip() == "/\\":
         lines.insert(node.line - 1, " " * (node.col - 4) + "/\\ " + show)
         return lines
-    if node.line != node.end_line:
-        return None
-    conjunct = start[node.col - 1 : node.end_col]
-    lines[node.line - 1] = (
-        start[: node.col - 1] + f"({show} /\\ ({conjunct}))" + start[node.end_col :]
-    )
+    if node.line == node.end_line:
+        conjunct = start[node.col - 1 : node.end_col]
+        lines[node.line - 1] = (
+            start[: node.col - 1] + f"({show} /\\ ({conjunct}))" + start[node.end_col :]
+        )
+        return lines
+    if any(_BULLET.match(line.lstrip()) for line in lines[node.line : node.end_line]):
+        return None  # its own bullets would shift against each other
+    lines[node.line - 1] = start[: node.col - 1] + f"{show} /\\ " + start[node.col - 1 :]
     return lines
 
 
@@ -432,11 +517,11 @@ def _evaluate(
     node: Node,
     conjunct: str,
 ) -> tuple[tuple[str, str], ...]:
-    """The values of the conjunct's terms, printed by a second probe run; a term TLC cannot
-    evaluate there (a primed variable the action has not chosen yet) drops the primed ones,
-    then all."""
-    for primed_ok in (True, False):
-        terms = mentioned_terms(conjunct, primed_ok)
+    """The values of the conjunct's terms, printed by a second probe run; where TLC cannot
+    evaluate one there (a primed variable the action has not chosen yet, an operator that is
+    an action), without the primed ones, then with names and fields only, then none."""
+    for primed_ok, plain in ((True, False), (False, False), (False, True)):
+        terms = mentioned_terms(conjunct, primed_ok, plain)
         lines = with_print(spec_lines, node, terms) if terms else None
         if lines is None:
             return ()
