@@ -5,6 +5,7 @@ import. Imports flow one way, down this list, and never up or sideways:
 
     cli        one module per `kreplica` subcommand: parse, call an engine, render
     bench      the benchmark commands (`python -m kreplica.conformance.bench.NAME`)
+    demo       the main job (`kreplica demo`): check, fuzz, conform on Spark, draw, one report
     mutation   mutation testing: small edits seeded into impl/, each run through the fuzz and
                conformance campaign, and the kill rate over them
     explain    pictures of traces: a trace as a timeline, one lane per replica, with what to
@@ -36,6 +37,7 @@ ROOMS: dict[str, frozenset[str]] = {
     "cli": frozenset(
         {
             "bench",
+            "demo",
             "explain",
             "mutation",
             "coverage",
@@ -64,6 +66,7 @@ ROOMS: dict[str, frozenset[str]] = {
             "impl",
         }
     ),
+    "demo": frozenset({"explain", "validate", "bridge", "tla", "errors"}),
     "explain": frozenset({"validate", "bridge", "tla", "errors"}),
     "mutation": frozenset({"fuzz", "validate", "bridge", "tla", "errors", "impl"}),
     "coverage": frozenset({"validate", "tla", "errors"}),

@@ -11,6 +11,7 @@ import click
 from kreplica.conformance.cli.check import check
 from kreplica.conformance.cli.conform import conform_command
 from kreplica.conformance.cli.coverage import coverage_command
+from kreplica.conformance.cli.demo import demo_command
 from kreplica.conformance.cli.explain import explain_command
 from kreplica.conformance.cli.fuzz import fuzz
 from kreplica.conformance.cli.kafka import kafka_group
@@ -72,6 +73,7 @@ main.add_command(fuzz)
 main.add_command(conform_command)
 main.add_command(coverage_command)
 main.add_command(explain_command)
+main.add_command(demo_command)
 main.add_command(mutate_command)
 kafka_group.add_command(compare_command)
 main.add_command(kafka_group)

@@ -1,0 +1,95 @@
+"""The main job's pictures: every counterexample TLC found, and every trace `kreplica conform`
+rejected (with its step, the values logged against those allowed, and the false conjunct), as
+an HTML page and a PNG each (the `explain` room's drawings)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kreplica.conformance.explain import figure, html
+from kreplica.conformance.explain.rejection import rejection_of
+from kreplica.conformance.explain.timeline import Timeline, timeline, with_rejection
+from kreplica.conformance.explain.window import window
+from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, read_trace
+
+MAX_REJECTED = 20
+"""Rejected traces drawn at most (the report says how many more there are)."""
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One drawn trace: what it is, where its page and PNG are (relative to the output), and
+    one line about it."""
+
+    name: str
+    kind: str
+    page: str
+    png: str
+    note: str
+
+
+def _draw(line: Timeline, stem: str, out: Path) -> tuple[str, str]:
+    pictures = out / "pictures"
+    pictures.mkdir(parents=True, exist_ok=True)
+    shown = window(line)
+    html.save(line, shown, pictures / f"{stem}.html")
+    figure.save(line, shown, pictures / f"{stem}.png")
+    return f"pictures/{stem}.html", f"pictures/{stem}.png"
+
+
+def draw_counterexamples(directory: Path, out: Path) -> list[Picture]:
+    """A page and a PNG for each counterexample (`*.itf.json`) in `directory`."""
+    drawn = []
+    for path in sorted(directory.glob("*.itf.json")):
+        name = path.name.removesuffix(".itf.json")
+        line = timeline(read_trace(path), name)
+        page, png = _draw(line, name, out)
+        broken = line.first_violation
+        note = "" if broken is None else f"an invariant breaks at step {broken}"
+        drawn.append(Picture(name, "counterexample", page, png, note))
+    return drawn
+
+
+def rejected_rows(results: Path) -> Iterator[dict[str, Any]]:
+    """The rows of conform's results.json whose trace violates the spec."""
+    with results.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row.get("verdict") == "violates":
+                yield row
+
+
+_LINE_ID = re.compile(r"^(.*):(\d+)$")
+
+
+def trace_of(trace_id: str) -> ItfTrace:
+    """The trace a result row names: a file, or a line of a JSON-lines corpus (`PATH:LINE`)."""
+    found = _LINE_ID.match(trace_id)
+    if found is None or not Path(found.group(1)).is_file():
+        return read_trace(Path(trace_id))
+    number = int(found.group(2))
+    with Path(found.group(1)).open(encoding="utf-8") as handle:
+        text = next(t for n, t in enumerate(handle, start=1) if n == number)
+    return decode_trace(loads_json(text, trace_id), trace_id)
+
+
+def draw_rejected(results: Path, out: Path) -> tuple[list[Picture], int]:
+    """A page and a PNG for each of the first MAX_REJECTED rejected traces; and how many
+    rejected traces there are in all."""
+    rows = list(rejected_rows(results))
+    drawn = []
+    for number, row in enumerate(rows[:MAX_REJECTED], start=1):
+        rejection = rejection_of(row)
+        if rejection is None:
+            continue
+        trace_id = str(row["trace_id"])
+        line = with_rejection(timeline(trace_of(trace_id), trace_id), rejection)
+        page, png = _draw(line, f"rejected-{number}", out)
+        note = f"step {rejection.step}: {row.get('why') or rejection.reason}"
+        drawn.append(Picture(trace_id, "rejected", page, png, note))
+    return drawn, len(rows)
