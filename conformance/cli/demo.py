@@ -13,6 +13,7 @@ import click
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kreplica.conformance.cli.console import console as make_console
+from kreplica.conformance.demo import draw as draw_module
 from kreplica.conformance.demo.draw import Picture, draw_counterexamples, draw_rejected
 from kreplica.conformance.demo.pipeline import (
     Outcome,
@@ -108,6 +109,7 @@ def _draw(out: Path, record: dict[str, dict[str, object]],
     """Step 5, in this process: the pictures, reused when the traces did not change."""
     results = out / "conform" / "results.json"
     digest = hashlib.sha256(code_key().encode())
+    digest.update(Path(draw_module.__file__ or "").read_bytes())
     for path in [*sorted((out / "counterexamples").glob("*.itf.json")), results]:
         if path.is_file():
             digest.update(path.name.encode() + path.read_bytes())

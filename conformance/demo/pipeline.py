@@ -2,9 +2,9 @@
 file, and its inputs remembered, so that a second run reuses a step whose inputs did not change.
 
 A step's inputs are its command line, the text of every file of the spec, the implementation
-and the conformance code (a change there can change any outcome), and the outputs of the steps
-it reads. Their sha256 is its key; a step is reused when `steps.json` records the same key and
-an accepted exit code for it, and its outputs are all still there.
+and the conformance code but this room's (a change there can change any outcome), and the
+outputs of the steps it reads. Their sha256 is its key; a step is reused when `steps.json`
+records the same key and an accepted exit code for it, and its outputs are all still there.
 """
 
 from __future__ import annotations
@@ -68,9 +68,14 @@ def _digest_files(paths: Iterable[Path], into: Any) -> None:
             into.update(path.read_bytes())
 
 
+DEMO = Path(__file__).resolve().parent
+"""This room: its report and pictures change no step's outcome (the pictures have a key of
+their own)."""
+
+
 def _counts(path: Path) -> bool:
-    """A file whose content can change an outcome (not caches)."""
-    return "__pycache__" not in path.parts and path.suffix != ".pyc"
+    """A file whose content can change a step's outcome (not caches, not this room)."""
+    return "__pycache__" not in path.parts and path.suffix != ".pyc" and DEMO not in path.parents
 
 
 _CODE_KEY: str | None = None

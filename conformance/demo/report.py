@@ -1,6 +1,6 @@
 """The main job's report: one HTML page (`index.html` in the output directory) that links every
-step's log, the model-checking table with each counterexample's picture, the two fuzz
-campaigns, the conformance verdicts with each rejected trace's picture and false conjunct."""
+step's log, the two fuzz campaigns, the conformance verdicts with each rejected trace's picture
+and false conjunct, and the model-checking table with each counterexample's picture."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from kreplica.conformance.tla.itf import write_text_atomic
 STYLE = """
 body { font: 14px system-ui, sans-serif; margin: 1.5em auto; max-width: 75em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin: .5em 0; }
+table { border-collapse: collapse; margin: .5em 0; width: 100%; }
+td code { word-break: break-all; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; } .ok { color: #070; } .bad { color: #b00; font-weight: bold; }
 .reused { color: #666; } code, pre { font-family: ui-monospace, monospace; font-size: 12px; }
@@ -56,10 +57,10 @@ def _check(out: Path, pictures: dict[str, Picture]) -> str:
     rows = []
     for r in results:
         mark = "ok" if r.get("as_expected") else "bad"
-        picture = pictures.get(r["config"])
+        picture, about = pictures.get(r["config"]), str(r.get("about", ""))
         link = f'<a href="{_e(picture.page)}">picture</a>' if picture else ""
         rows.append(
-            f"<tr><td>{_e(r['config'])}</td><td>{_e(r.get('about', ''))}</td>"
+            f'<tr><td>{_e(r["config"])}</td><td title="{_e(about)}">{_e(_cut(about))}</td>'
             f'<td>{_e(r["expected"])}</td><td class="{mark}">{_e(r["got"])}</td>'
             f"<td>{r.get('distinct', 0):,}</td><td>{r.get('seconds', 0):.1f}</td>"
             f"<td>{link}</td></tr>"
@@ -67,6 +68,14 @@ def _check(out: Path, pictures: dict[str, Picture]) -> str:
     head = ("<tr><th>config</th><th>what it models</th><th>expected</th><th>got</th>"
             "<th>distinct states</th><th>seconds</th><th></th></tr>")  # fmt: skip
     return f'<table id="check">{head}{"".join(rows)}</table>'
+
+
+ABOUT_CHARS = 70
+"""The start of a model's description shown in the table (all of it on hover)."""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= ABOUT_CHARS else text[: ABOUT_CHARS - 1] + "…"
 
 
 def _tail(out: Path, log: str, lines: int = 6) -> str:
@@ -134,12 +143,12 @@ def write_report(
 <p>Model checking, fuzzing with every run recorded, conformance of every recorded trace on
 Spark, and a picture of every counterexample and every rejected trace.</p>
 <h2>Steps</h2>{_steps(outcomes)}
-<h2>1. Model checking (TLC)</h2>{_check(out, by_name)}
-<h2>2. Fuzzing</h2>{fuzz}
-<h2>3. Conformance of every recorded trace (Spark)</h2>{_conform(out)}
+<h2>Fuzzing</h2>{fuzz}
+<h2>Conformance of every recorded trace (Spark)</h2>{_conform(out)}
 <p><a href="conform/results.json">results.json</a> · <a href="conform/junit.xml">junit.xml</a></p>
-<h2>4. Rejected traces</h2>{_thumbs(rejected, "rejected")}{extra}
-<h2>5. Counterexamples</h2>{_thumbs(counterexamples, "counterexamples")}
+<h2>Rejected traces</h2>{_thumbs(rejected, "rejected")}{extra}
+<h2>Model checking (TLC)</h2>{_check(out, by_name)}
+<h2>Counterexamples</h2>{_thumbs(counterexamples, "counterexamples")}
 </body></html>
 """
     path = out / "index.html"

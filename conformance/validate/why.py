@@ -17,6 +17,12 @@ evaluations, and the conjunct reached last belongs to the candidate that got fur
 closest allowed successor. `UNCHANGED` conjuncts, which TLC's coverage does not count, are
 judged here from the logged states: one that lists an observed variable the step changed is
 false, if its conjunct list was evaluated.
+
+There is no TLA+ parser here: which expressions are conjuncts, branches and bullets is read from
+the spec's layout (the column of each bullet, the IF or CASE a THEN, ELSE or `->` belongs to), as
+spec/KafkaReplication.tla writes it. Where the layout is of another kind the answer may be an
+enclosing conjunct rather than the innermost one. tests/test_why.py and the tutorials hold it to
+the rejections they show.
 """
 
 from __future__ import annotations
