@@ -117,12 +117,17 @@ def _draw(out: Path, record: dict[str, dict[str, object]],
     last = record.get(DRAW, {})
     start = time.monotonic()
     if not fresh and last.get("key") == key and saved.is_file():
-        data = json.loads(saved.read_text(encoding="utf-8"))
-        pictures = [Picture(**p) for p in data["counterexamples"]]
-        rejected = [Picture(**p) for p in data["rejected"]]
-        seconds = float(str(last.get("seconds", 0)))
-        outcome = Outcome(DRAW, DRAW_TITLE, "kreplica explain", 0, seconds, SAVED, True, key)
-        return outcome, pictures, rejected, int(data["rejected_total"])
+        try:
+            data = json.loads(saved.read_text(encoding="utf-8"))
+            pictures = [Picture(**p) for p in data["counterexamples"]]
+            rejected = [Picture(**p) for p in data["rejected"]]
+            total = int(data["rejected_total"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged list of pictures: draw them again
+        else:
+            seconds = float(str(last.get("seconds", 0)))
+            outcome = Outcome(DRAW, DRAW_TITLE, "kreplica explain", 0, seconds, SAVED, True, key)
+            return outcome, pictures, rejected, total
     shutil.rmtree(out / "pictures", ignore_errors=True)
     pictures = draw_counterexamples(out / "counterexamples", out)
     rejected, total = draw_rejected(results, out) if results.is_file() else ([], 0)
@@ -159,7 +164,8 @@ def demo_command(out: Path, suite: str, configs: tuple[str, ...], examples: int,
     select_configs(resolve_spec_dir(), suite, configs)  # an unknown suite or model: exit 2 now
     console = make_console()
     out.mkdir(parents=True, exist_ok=True)
-    record = {} if fresh else load_record(out)
+    saved = load_record(out)
+    record = {} if fresh else dict(saved)
     steps = _steps(out, suite, configs, examples, bug, java, master)
     outcomes: list[Outcome] = []
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -174,6 +180,7 @@ def demo_command(out: Path, suite: str, configs: tuple[str, ...], examples: int,
 
             outcome = run_step(step, out, record, said)
             outcomes.append(outcome)
+            save_record(out, saved, outcome)
             done = "reused (inputs unchanged)" if outcome.reused else f"{outcome.seconds:.0f} s"
             verdict = "" if outcome.ok else f", exit {outcome.exit_code}: see {out / outcome.log}"
             progress.console.print(f"{step.title}: {done}{verdict}")
@@ -181,6 +188,7 @@ def demo_command(out: Path, suite: str, configs: tuple[str, ...], examples: int,
         progress.update(task, description=DRAW_TITLE)
         drawn, pictures, rejected, total = _draw(out, record, fresh)
         outcomes.append(drawn)
+        save_record(out, saved, drawn)
         done = "reused (inputs unchanged)" if drawn.reused else f"{drawn.seconds:.0f} s"
         progress.console.print(
             f"draw {len(pictures)} counterexamples, {len(rejected)} rejected traces: {done}"
@@ -189,7 +197,6 @@ def demo_command(out: Path, suite: str, configs: tuple[str, ...], examples: int,
         progress.update(task, description="write the report")
         report = write_report(out, outcomes, pictures, rejected, total)
         progress.advance(task)
-    save_record(out, outcomes)
     console.print(f"report: {printable(str(report))}")
     failed = [o for o in outcomes if not o.ok]
     if failed:

@@ -11,12 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kreplica.conformance.errors import KreplicaError
 from kreplica.conformance.explain import figure, html
 from kreplica.conformance.explain.rejection import rejection_of
-from kreplica.conformance.explain.timeline import Timeline, timeline, with_rejection
+from kreplica.conformance.explain.timeline import (
+    Timeline,
+    TimelineError,
+    timeline,
+    with_rejection,
+)
 from kreplica.conformance.explain.window import window
 from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, read_trace
 
+UNDRAWABLE = (KreplicaError, TimelineError, OSError, ValueError, StopIteration)
+"""What a trace that cannot be drawn raises (missing, unreadable, not ITF, an odd shape)."""
 MAX_REJECTED = 20
 """Rejected traces drawn at most (the report says how many more there are)."""
 
@@ -47,7 +55,10 @@ def draw_counterexamples(directory: Path, out: Path) -> list[Picture]:
     drawn = []
     for path in sorted(directory.glob("*.itf.json")):
         name = path.name.removesuffix(".itf.json")
-        line = timeline(read_trace(path), name)
+        try:
+            line = timeline(read_trace(path), name)
+        except UNDRAWABLE:  # the report lists what was drawn; this one was not
+            continue
         page, png = _draw(line, name, out)
         broken = line.first_violation
         note = "" if broken is None else f"an invariant breaks at step {broken}"
@@ -88,7 +99,10 @@ def draw_rejected(results: Path, out: Path) -> tuple[list[Picture], int]:
         if rejection is None:
             continue
         trace_id = str(row["trace_id"])
-        line = with_rejection(timeline(trace_of(trace_id), trace_id), rejection)
+        try:
+            line = with_rejection(timeline(trace_of(trace_id), trace_id), rejection)
+        except UNDRAWABLE:  # gone or changed since conform read it
+            continue
         page, png = _draw(line, f"rejected-{number}", out)
         note = f"step {rejection.step}: {row.get('why') or rejection.reason}"
         drawn.append(Picture(trace_id, "rejected", page, png, note))

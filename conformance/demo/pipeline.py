@@ -108,10 +108,12 @@ def load_record(out: Path) -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
-def save_record(out: Path, outcomes: Sequence[Outcome]) -> None:
-    """Write the outcomes (atomically: a crash leaves the old record or none)."""
+def save_record(out: Path, record: dict[str, dict[str, Any]], outcome: Outcome) -> None:
+    """Add `outcome` to `record` and write it (atomically: a crash leaves the old record), so
+    that an interrupted run keeps what its finished steps did."""
+    record[outcome.name] = asdict(outcome)
     tmp = out / (RECORD + ".tmp")
-    tmp.write_text(json.dumps({o.name: asdict(o) for o in outcomes}, indent=1), encoding="utf-8")
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
     tmp.replace(out / RECORD)
 
 
