@@ -216,3 +216,21 @@ def test_bad_results_are_one_line_and_exit_2(
     result = explain(str(REJECTED), "--results", str(path), "--quiet")
     assert result.exit_code == 2, result.output
     assert message in one_error_line(result)
+
+
+def test_a_rejected_line_of_a_corpus_is_drawn_by_its_id(
+    rejected_results: Path, tmp_path: Path
+) -> None:
+    """TRACE as PATH:LINE, the id conform gives a corpus line: that line is drawn, and its row
+    of the results is found by the same id; a line without a trace is bad input."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n" + json.dumps(json.loads(REJECTED.read_text())) + "\n")
+    row = json.loads((rejected_results / "results.json").read_text())
+    row["trace_id"] = f"{corpus}:2"
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(row) + "\n")
+    result = explain(f"{corpus}:2", "--results", str(results))
+    assert result.exit_code == 0, result.output
+    assert "conform rejected step 7" in " ".join(result.stdout.split())
+    missing = explain(f"{corpus}:1", "--results", str(results))
+    assert missing.exit_code == 2 and "no trace on that line" in one_error_line(missing)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kreplica.conformance.cli.console import console as make_console
-from kreplica.conformance.cli.replay import check_vocabulary
+from kreplica.conformance.cli.replay import LINE_ID, check_vocabulary, trace_on_line
 from kreplica.conformance.errors import EXIT_OK, TraceError, file_error
 from kreplica.conformance.explain import figure, html, terminal
 from kreplica.conformance.explain.rejection import find_row, rejection_of
@@ -32,8 +32,11 @@ Examples:
 
 \b
 TRACE is an ITF file: a TLC counterexample (kreplica check), a golden trace
-(traces/golden), a failing run kreplica fuzz saved, a real-Kafka trace. One
-lane per replica: its log as cells coloured by leader epoch and labelled with
+(traces/golden), a failing run kreplica fuzz saved, a real-Kafka trace; or
+one line of a JSON-lines corpus, as PATH:LINE (the ids kreplica conform
+prints).
+
+One lane per replica: its log as cells coloured by leader epoch and labelled with
 record ids, its HW (| in the terminal, a green bar in pictures), LEO, role and
 ISR. Marked in red where they happen: an acknowledged record a replica loses,
 replicas that diverge, an HW that moves back, the step where an invariant
@@ -84,7 +87,11 @@ def explain_command(
         if path is not None and path.suffix.lower() != suffix:
             raise click.BadParameter(f"{printable(str(path))} does not end in {suffix}")
     name = printable(str(trace_path))
-    trace = read_trace(trace_path)
+    found = LINE_ID.match(str(trace_path))
+    if not trace_path.exists() and found and Path(found["path"]).is_file():
+        trace = trace_on_line(Path(found["path"]), int(found["line"]))[1]  # a corpus line
+    else:
+        trace = read_trace(trace_path)
     try:
         check_vocabulary(trace)
         line = timeline(trace, printable(trace_path.name))

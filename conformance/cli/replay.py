@@ -188,7 +188,7 @@ def read_traces(text: str) -> tuple[list[tuple[str, ItfTrace]], Schedule | None]
     path = Path(text)
     found = LINE_ID.match(text)
     if not path.exists() and found and Path(found["path"]).is_file():
-        return [_line_of(Path(found["path"]), int(found["line"]))], None
+        return [trace_on_line(Path(found["path"]), int(found["line"]))], None
     if path.is_dir():
         raise TraceError(f"{printable(text)}: a directory; name a trace file")
     if path.name.endswith(CORPUS_SUFFIXES):
@@ -211,7 +211,7 @@ def _numbered(
     return list(zip(lines, traces, strict=False))
 
 
-def _line_of(path: Path, line: int) -> tuple[str, ItfTrace]:
+def trace_on_line(path: Path, line: int) -> tuple[str, ItfTrace]:
     """The trace on line `line` (from 1) of a JSON-lines file; TraceError if there is none."""
     name = f"{printable(str(path))}:{line}"
     try:

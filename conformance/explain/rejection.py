@@ -4,6 +4,7 @@ pictures: the pinpointed step, the variables that differ, and the false conjunct
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,18 @@ def _rows(path: Path) -> Iterator[dict[str, Any]]:
         raise TraceError(f"cannot read the results {file}: {err.strerror or err}") from None
 
 
-def _same_file(trace_id: str, trace: Path) -> bool:
+_LINE_ID = re.compile(r"^(?P<path>.+):(?P<line>[0-9]+)$")
+
+
+def _same_trace(trace_id: str, trace: Path) -> bool:
+    """A result row's id names `trace`: the same file, or the same line of the same corpus."""
+    if trace_id == str(trace):
+        return True
+    ours, theirs = _LINE_ID.match(str(trace)), _LINE_ID.match(trace_id)
+    if ours and theirs and not trace.exists():
+        if ours["line"] != theirs["line"]:
+            return False
+        trace_id, trace = theirs["path"], Path(ours["path"])
     try:
         return Path(trace_id).resolve() == trace.resolve()
     except (OSError, ValueError):
@@ -46,7 +58,7 @@ def find_row(results: Path, trace: Path) -> dict[str, Any]:
     """The result row of `trace` (TraceError if the results have none, or are not results)."""
     rows = list(_rows(results))
     for row in rows:
-        if _same_file(str(row["trace_id"]), trace):
+        if _same_trace(str(row["trace_id"]), trace):
             return row
     named = [r for r in rows if Path(str(r["trace_id"])).name == trace.name]
     if len(named) == 1:
