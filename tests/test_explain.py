@@ -234,3 +234,14 @@ def test_a_rejected_line_of_a_corpus_is_drawn_by_its_id(
     assert "conform rejected step 7" in " ".join(result.stdout.split())
     missing = explain(f"{corpus}:1", "--results", str(results))
     assert missing.exit_code == 2 and "no trace on that line" in one_error_line(missing)
+
+
+def test_a_rejected_step_outside_the_window_is_said_not_linked(
+    rejected_results: Path, tmp_path: Path
+) -> None:
+    page = tmp_path / "early.html"
+    args = ["--results", str(rejected_results), "--window", "3", "--step", "0", "--quiet"]
+    result = explain(str(REJECTED), *args, "--html", str(page))
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert "(step 7 is outside the steps shown)" in text and 'id="to-rejected"' not in text

@@ -172,11 +172,14 @@ def _rejection(line: Timeline, shown: Window) -> str:
         return ""
     first, *rest = line.rejection.lines()
     items = "".join(f"<li>{html.escape(t)}</li>" for t in rest)
-    at = [f.index for f in shown.frames].index(line.rejection.step)
-    return (
-        f'<div id="rejection"><b>{html.escape(first)}</b> <button id="to-rejected" '
-        f'onclick="show({at})">go to step {line.rejection.step}</button><ul>{items}</ul></div>'
+    step = line.rejection.step
+    at = next((k for k, f in enumerate(shown.frames) if f.index == step), None)
+    button = (
+        f'<button id="to-rejected" onclick="show({at})">go to step {step}</button>'
+        if at is not None
+        else f"(step {step} is outside the steps shown)"
     )
+    return f'<div id="rejection"><b>{html.escape(first)}</b> {button}<ul>{items}</ul></div>'
 
 
 def page(line: Timeline, shown: Window) -> str:
