@@ -15,7 +15,8 @@ from corpus_helpers import REJECTED
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.explain.kafka_words import KAFKA_METHODS, describe
-from kreplica.conformance.explain.timeline import timeline
+from kreplica.conformance.explain.rejection import find_row, rejection_of
+from kreplica.conformance.explain.timeline import timeline, with_rejection
 from kreplica.conformance.explain.window import MAX_FRAMES, window
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS, IMPL_ONLY_ACTIONS, INIT_ACTION
@@ -191,8 +192,11 @@ def test_a_rejected_trace_shows_the_step_the_values_and_the_false_conjunct(
     assert re.search(r"why: KafkaReplication\.tla:\d+: hw' = \[hw EXCEPT", step)
     assert "Len(newLog) = 2" in step
     assert png.stat().st_size > 0
-    line = timeline(read_trace(REJECTED), "t")
-    assert [f.index for f in line.frames if any(m.kind == "rejected" for m in f.marks)] == []
+    rejection = rejection_of(find_row(rejected_results, REJECTED))
+    assert rejection is not None
+    line = with_rejection(timeline(read_trace(REJECTED), "t"), rejection)
+    marked = [f.index for f in line.frames if any(m.kind == "rejected" for m in f.marks)]
+    assert marked == [7] and line.first_violation == 7  # the window ends after it
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,13 @@ from pathlib import Path
 import click
 
 from kreplica.conformance.cli.console import console as make_console
-from kreplica.conformance.cli.replay import LINE_ID, check_vocabulary, trace_on_line
+from kreplica.conformance.cli.replay import check_vocabulary
 from kreplica.conformance.errors import EXIT_OK, TraceError, file_error
 from kreplica.conformance.explain import figure, html, terminal
 from kreplica.conformance.explain.rejection import find_row, rejection_of
 from kreplica.conformance.explain.timeline import TimelineError, timeline, with_rejection
 from kreplica.conformance.explain.window import MAX_FRAMES, window
-from kreplica.conformance.tla.itf import printable, read_trace
+from kreplica.conformance.tla.itf import printable, read_named_trace
 
 EPILOG = """\b
 Examples:
@@ -87,11 +87,7 @@ def explain_command(
         if path is not None and path.suffix.lower() != suffix:
             raise click.BadParameter(f"{printable(str(path))} does not end in {suffix}")
     name = printable(str(trace_path))
-    found = LINE_ID.match(str(trace_path))
-    if not trace_path.exists() and found and Path(found["path"]).is_file():
-        trace = trace_on_line(Path(found["path"]), int(found["line"]))[1]  # a corpus line
-    else:
-        trace = read_trace(trace_path)
+    trace = read_named_trace(str(trace_path))  # a file, or a corpus line
     try:
         check_vocabulary(trace)
         line = timeline(trace, printable(trace_path.name))

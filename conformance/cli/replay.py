@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,12 @@ from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
 from kreplica.conformance.tla.itf import (
     ItfTrace,
+    corpus_line,
     decode_trace,
     iter_jsonl_traces,
-    loads_json,
     printable,
     read_json,
+    trace_on_line,
 )
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.vocabulary import VARIABLES
@@ -179,16 +179,13 @@ def _show(value: Any) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
-LINE_ID = re.compile(r"^(?P<path>.+):(?P<line>[0-9]+)$")
-
-
 def read_traces(text: str) -> tuple[list[tuple[str, ItfTrace]], Schedule | None]:
     """What TRACE names: an ITF file, every line of a JSON-lines file, one line of it
     (`PATH:LINE`, as `kreplica conform` prints trace ids), or a `*.schedule.json` file."""
     path = Path(text)
-    found = LINE_ID.match(text)
-    if not path.exists() and found and Path(found["path"]).is_file():
-        return [trace_on_line(Path(found["path"]), int(found["line"]))], None
+    line = corpus_line(text)
+    if line is not None:
+        return [trace_on_line(*line)], None
     if path.is_dir():
         raise TraceError(f"{printable(text)}: a directory; name a trace file")
     if path.name.endswith(CORPUS_SUFFIXES):
@@ -209,19 +206,6 @@ def _numbered(
     with path.open(encoding="utf-8") as handle:
         lines = [n for n, line in enumerate(handle, start=1) if line.strip()]
     return list(zip(lines, traces, strict=False))
-
-
-def trace_on_line(path: Path, line: int) -> tuple[str, ItfTrace]:
-    """The trace on line `line` (from 1) of a JSON-lines file; TraceError if there is none."""
-    name = f"{printable(str(path))}:{line}"
-    try:
-        with path.open(encoding="utf-8") as handle:
-            text = next((t for n, t in enumerate(handle, start=1) if n == line), None)
-    except (OSError, UnicodeDecodeError) as err:
-        raise TraceError(f"{name}: cannot read: {err}") from None
-    if line < 1 or text is None or not text.strip():
-        raise TraceError(f"{name}: no trace on that line (lines are numbered from 1)")
-    return name, decode_trace(loads_json(text, name), name)
 
 
 def replay_schedule(schedule: Schedule, name: str, console: Console) -> int:

@@ -5,7 +5,6 @@ an HTML page and a PNG each (the `explain` room's drawings)."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from kreplica.conformance.explain.timeline import (
     with_rejection,
 )
 from kreplica.conformance.explain.window import window
-from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, read_trace
+from kreplica.conformance.tla.itf import read_named_trace, read_trace
 
 UNDRAWABLE = (KreplicaError, TimelineError, OSError, ValueError, StopIteration)
 """What a trace that cannot be drawn raises (missing, unreadable, not ITF, an odd shape)."""
@@ -75,20 +74,6 @@ def rejected_rows(results: Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
-_LINE_ID = re.compile(r"^(.*):(\d+)$")
-
-
-def trace_of(trace_id: str) -> ItfTrace:
-    """The trace a result row names: a file, or a line of a JSON-lines corpus (`PATH:LINE`)."""
-    found = _LINE_ID.match(trace_id)
-    if found is None or not Path(found.group(1)).is_file():
-        return read_trace(Path(trace_id))
-    number = int(found.group(2))
-    with Path(found.group(1)).open(encoding="utf-8") as handle:
-        text = next(t for n, t in enumerate(handle, start=1) if n == number)
-    return decode_trace(loads_json(text, trace_id), trace_id)
-
-
 def draw_rejected(results: Path, out: Path) -> tuple[list[Picture], int]:
     """A page and a PNG for each of the first MAX_REJECTED rejected traces; and how many
     rejected traces there are in all."""
@@ -100,7 +85,7 @@ def draw_rejected(results: Path, out: Path) -> tuple[list[Picture], int]:
             continue
         trace_id = str(row["trace_id"])
         try:
-            line = with_rejection(timeline(trace_of(trace_id), trace_id), rejection)
+            line = with_rejection(timeline(read_named_trace(trace_id), trace_id), rejection)
         except UNDRAWABLE:  # gone or changed since conform read it
             continue
         page, png = _draw(line, f"rejected-{number}", out)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,6 @@ class Outcome:
     reused: bool = False
     key: str = ""
     ok: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _digest_files(paths: Iterable[Path], into: Any) -> None:

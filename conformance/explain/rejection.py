@@ -4,13 +4,13 @@ pictures: the pinpointed step, the variables that differ, and the false conjunct
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.explain.timeline import Rejection
+from kreplica.conformance.tla.itf import LINE_ID
 from kreplica.conformance.validate.why import why_text
 
 RESULTS = "results.json"
@@ -36,14 +36,11 @@ def _rows(path: Path) -> Iterator[dict[str, Any]]:
         raise TraceError(f"cannot read the results {file}: {err.strerror or err}") from None
 
 
-_LINE_ID = re.compile(r"^(?P<path>.+):(?P<line>[0-9]+)$")
-
-
 def _same_trace(trace_id: str, trace: Path) -> bool:
     """A result row's id names `trace`: the same file, or the same line of the same corpus."""
     if trace_id == str(trace):
         return True
-    ours, theirs = _LINE_ID.match(str(trace)), _LINE_ID.match(trace_id)
+    ours, theirs = LINE_ID.match(str(trace)), LINE_ID.match(trace_id)
     if ours and theirs and not trace.exists():
         if ours["line"] != theirs["line"]:
             return False

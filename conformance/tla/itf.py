@@ -404,6 +404,39 @@ def read_trace(path: Path) -> ItfTrace:
     return decode_trace(read_json(path), printable(str(path)))
 
 
+LINE_ID = re.compile(r"^(?P<path>.+):(?P<line>[0-9]+)$")
+"""A trace id naming one line of a JSON-lines corpus, `PATH:LINE`, as `kreplica conform`
+prints it."""
+
+
+def trace_on_line(path: Path, line: int) -> tuple[str, ItfTrace]:
+    """The trace on line `line` (from 1) of a JSON-lines file; TraceError if there is none."""
+    name = f"{printable(str(path))}:{line}"
+    try:
+        with path.open(encoding="utf-8") as handle:
+            text = next((t for n, t in enumerate(handle, start=1) if n == line), None)
+    except (OSError, UnicodeDecodeError) as err:
+        raise TraceError(f"{name}: cannot read: {err}") from None
+    if line < 1 or text is None or not text.strip():
+        raise TraceError(f"{name}: no trace on that line (lines are numbered from 1)")
+    return name, decode_trace(loads_json(text, name), name)
+
+
+def corpus_line(text: str) -> tuple[Path, int] | None:
+    """The corpus and line `text` names as `PATH:LINE`, when no file is named `text` and the
+    corpus is a file (None otherwise)."""
+    found = LINE_ID.match(text)
+    if Path(text).exists() or found is None or not Path(found["path"]).is_file():
+        return None
+    return Path(found["path"]), int(found["line"])
+
+
+def read_named_trace(text: str) -> ItfTrace:
+    """The one trace `text` names: an ITF file, or a line of a corpus (`PATH:LINE`)."""
+    line = corpus_line(text)
+    return read_trace(Path(text)) if line is None else trace_on_line(*line)[1]
+
+
 def iter_jsonl_traces(path: Path) -> Iterator[ItfTrace]:
     """Read a JSON-lines corpus: one ITF trace per non-empty line."""
     name = printable(str(path))
