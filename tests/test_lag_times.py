@@ -119,3 +119,26 @@ def test_a_follower_caught_up_on_time_holds_the_hw_back_outside_the_isr() -> Non
     [(name, reason)] = hw_violations(lag, 1, before, {**after, "hw": (3, 0, 0)}, 10_000 + LAG)
     assert name == HW_NAME and "expected 1" in reason and "[2, 3]" in reason
     assert hw_violations(lag, 1, before, {**after, "hw": (3, 0, 0)}, 10_001 + LAG) == []
+
+
+def test_the_hw_is_judged_at_a_shrink_and_an_append(monkeypatch: pytest.MonkeyPatch) -> None:
+    """maybeIncrementLeaderHW runs after an ISR shrink and after an append too (R13): once the
+    lagging follower is out of the ISR and no longer caught up on time, the leader alone
+    bounds its HW, so the HW must reach its LEO at the shrink, and again at the next append."""
+    rec = recorder()
+    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
+    checked(rec, ShrinkIsr(1))  # the unpatched leader moves its HW to 1 here
+    assert rec.state["isr"][0] == frozenset({1}) and rec.state["hw"][0] == 1
+    monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)
+    checked(rec, Produce(TP, (2,), 1, broker=1))
+    found = apply_checked(rec, Deliver(CLIENT, 1, 0))
+    assert found is not None and found[0] == HW_NAME
+    assert "HW is 1 after an append" in found[1] and "expected 2" in found[1]
+
+    monkeypatch.undo()
+    rec = recorder()
+    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
+    monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)
+    found = apply_checked(rec, ShrinkIsr(1))
+    assert found is not None and found[0] == HW_NAME
+    assert "HW is 0 after an ISR shrink" in found[1] and "expected 1" in found[1]

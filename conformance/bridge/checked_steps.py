@@ -26,6 +26,7 @@ from kreplica.conformance.bridge.client_answers import (
 from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
 from kreplica.conformance.bridge.invariants import joins_caught_up, log_start_of, violations
 from kreplica.conformance.bridge.lag_times import (
+    HW_RECOMPUTES,
     hw_violations,
     proposal_violations,
     read_ok,
@@ -133,7 +134,7 @@ class SpecRecorder(Recorder):
 def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Violation | None:
     """Apply one step through the recorder; the first violation it shows, if any (with
     `invariants` False, only exceptions count): the spec's invariants after each spec action
-    (no idle fetcher after a LeaderAndIsr, the HW a follower's fetch sets by Kafka's clock),
+    (no idle fetcher after a LeaderAndIsr, the HW a leader computes by Kafka's clock),
     a step that is one spec action doing it where the spec enables it (`effect_violations`),
     every log's offsets (`offset_violations`), an ISR change proposed under
     isr=alter-partition, then Kafka's timing rules (`backoff`,
@@ -228,18 +229,38 @@ def offset_violations(cluster: Cluster, tp: TopicPartition) -> list[Violation]:
     return found
 
 
-def _fetch_hw_violations(recorder: Recorder, event: Event, before: State) -> list[Violation]:
-    """The HW a leader computes on a follower's FETCH it answered (`lag_times.hw_violations`;
-    under isr=alter-partition with the ISR it has proposed, which no spec variable holds)."""
-    leader, follower = int(event.args["replica"]), int(event.args["follower"])
-    if not read_ok(recorder.sent, leader, follower):
+def _hw_violations(recorder: Recorder, event: Event, before: State) -> list[Violation]:
+    """The HW a leader computes where Kafka recomputes it (`lag_times.HW_RECOMPUTES`, judged
+    by `lag_times.hw_violations`; under isr=alter-partition with the ISR it has proposed,
+    which no spec variable holds): a follower's FETCH it answered that moved the follower's
+    LEO, an append, an ISR shrink, a LeaderAndIsr that makes it lead in a new epoch."""
+    cause = HW_RECOMPUTES.get(event.action)
+    if cause is None or not _recomputes_hw(recorder, event, before):
         return []
+    leader = int(event.args["replica"])
     partition = recorder.cluster.partition(leader, recorder.tp)
     proposed = partition.pending_isr if partition is not None else None
     now = recorder.cluster.clock.now_ms
     return hw_violations(
-        recorder.lag_times, leader, before, event.state, now, proposed or frozenset()
+        recorder.lag_times, leader, before, event.state, now, proposed or frozenset(), cause
     )
+
+
+def _recomputes_hw(recorder: Recorder, event: Event, before: State) -> bool:
+    """The action `event` made its replica, a leader, call maybeIncrementLeaderHW: a fetch
+    answered without an error that moved the follower's LEO (updateFollowerFetchState), an
+    append (the log grew), an ISR shrink, or makeLeader (a new epoch it leads)."""
+    after, r = event.state, int(event.args["replica"])
+    i = r - 1
+    if event.action == "LeaderHandleFetch":
+        follower = int(event.args["follower"])
+        moved = before["remoteLeo"][i] != after["remoteLeo"][i]
+        return moved and read_ok(recorder.sent, r, follower)
+    if event.action == "Produce":
+        return after["leader"][i] == r and len(after["log"][i]) > len(before["log"][i])
+    if event.action == "BecomeLeaderOrFollower":
+        return after["leader"][i] == r and after["leaderEpoch"][i] != before["leaderEpoch"][i]
+    return after["leader"][i] == r  # LeaderShrinkIsr
 
 
 def _proposal_violations(recorder: Recorder, before: State) -> list[Violation]:
@@ -303,15 +324,14 @@ def _fetcher_before(
 
 def _event_violations(recorder: Recorder, events: list[Event], before: State) -> list[Violation]:
     """The invariants after each spec action the step performed (`checked_violations`), no
-    idle fetcher after a LeaderAndIsr, and the HW a leader sets on a follower's fetch."""
+    idle fetcher after a LeaderAndIsr, and the HW a leader computes (`_hw_violations`)."""
     for event in events:
         found = checked_violations(event.state, before)
         if event.action == "LeaderHandleAlterPartitionResponse":  # judged when proposed
             found = [v for v in found if v[0] != "IsrJoinsCaughtUp"]
         if event.action == "BecomeLeaderOrFollower":
             found += idle_fetcher_violations(recorder.cluster, int(event.args["replica"]))
-        if event.action == "LeaderHandleFetch":
-            found += _fetch_hw_violations(recorder, event, before)
+        found += _hw_violations(recorder, event, before)
         if found:
             return found
         before = event.state

@@ -148,6 +148,17 @@ class LagTimes:
         return frozenset(holders)
 
 
+HW_RECOMPUTES = {
+    "LeaderHandleFetch": "a fetch",
+    "Produce": "an append",
+    "LeaderShrinkIsr": "an ISR shrink",
+    "BecomeLeaderOrFollower": "a LeaderAndIsr",
+}
+"""The actions at which Kafka 2.6's leader recomputes its HW (maybeIncrementLeaderHW, R13):
+updateFollowerFetchState after a fetch that moved the follower's LEO, appendRecordsToLeader
+after an append, maybeShrinkIsr after a shrink, makeLeader. Each is judged by the clock."""
+
+
 def hw_violations(
     lag: LagTimes,
     leader: int,
@@ -155,16 +166,14 @@ def hw_violations(
     after: State,
     now_ms: int,
     proposed: frozenset[int] = frozenset(),
+    cause: str = "a fetch",
 ) -> list[tuple[str, str]]:
-    """Judge the HW `leader` computes after a follower's FETCH it answered without an error
-    that moved the follower's LEO (updateFollowerFetchState calls maybeIncrementLeaderHW only
-    then, R13): the least LEO of the leader and the `hw_holders`, if that is above the HW it
-    had, else the HW it had. The spec lets any follower the leader has heard from hold the HW
-    back (`CatchingUp`); Kafka decides by the clock. Under isr=alter-partition the followers
-    of an ISR change in flight (`proposed`, KIP-497's maximal ISR) hold it back too."""
+    """Judge the HW `leader` computes at one of `HW_RECOMPUTES` (`cause` names it): the least
+    LEO of the leader and the `hw_holders`, if that is above the HW it had, else the HW it
+    had. The spec lets any follower the leader has heard from hold the HW back
+    (`CatchingUp`); Kafka decides by the clock. Under isr=alter-partition the followers of an
+    ISR change in flight (`proposed`, KIP-497's maximal ISR) hold it back too."""
     i = leader - 1
-    if before["remoteLeo"][i] == after["remoteLeo"][i]:
-        return []
     holders = lag.hw_holders(after, leader, now_ms) | (proposed - {leader})
     bound = min([len(after["log"][i]), *(after["remoteLeo"][i][f - 1] for f in holders)])
     expected = max(before["hw"][i], bound)
@@ -173,7 +182,7 @@ def hw_violations(
     return [
         (
             HW_NAME,
-            f"leader {leader}'s HW is {after['hw'][i]} after a fetch at {now_ms} ms, expected "
+            f"leader {leader}'s HW is {after['hw'][i]} after {cause} at {now_ms} ms, expected "
             f"{expected}: min of its LEO and of followers {sorted(holders)} (its ISR and those "
             f"caught up within {lag.lag_time_max_ms} ms)",
         )
