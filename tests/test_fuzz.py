@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from kreplica.conformance.bench.checkpoints import count
 from kreplica.conformance.bridge.checked_steps import (
@@ -28,9 +29,11 @@ from kreplica.conformance.bridge.schedule import (
     failure_kind,
     minimize,
     read_schedule,
+    recorded_checks,
     replay,
 )
 from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json, step_to_json
+from kreplica.conformance.errors import TraceError
 from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
 from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
@@ -410,7 +413,7 @@ def test_a_shrunk_exception_keeps_its_type_and_message() -> None:
 def test_a_campaign_without_invariants_reports_the_exception(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`fuzz --no-invariants` (the mutation campaign's variant stages): a run that breaks an
+    """`fuzz --no-invariants`: a run that breaks an
     invariant (the seeded bug hw-not-clamped) and then raises is reported, shrunk and
     replayed as the exception, as the campaign saw it, not as the invariant a replay with
     invariants on would meet first."""
@@ -432,6 +435,35 @@ def test_a_campaign_without_invariants_reports_the_exception(
     f = run_fuzz(setup, 300, max_steps=50, seed_value=1, shrink=False).failure
     assert f is not None and f.invariant == "ImplementationError", f and f.invariant
     assert f.reason.startswith("RuntimeError: fetcher")
+
+
+def test_a_rules_only_campaign_reports_a_rule_and_its_schedule_replays_with_its_checks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`fuzz --rules-only` (the mutation campaign's variant stages): under an unsafe variant
+    the spec's invariants are not checked, Kafka's rules are: a leader that never moves its
+    HW breaks HighWatermarkOnTime. The saved schedule says which checks its campaign made, so
+    `kreplica replay` checks the same and shows the same violation."""
+    from kreplica.conformance.bridge.lag_times import HW_NAME
+    from kreplica.conformance.cli.replay import replay_schedule
+    from kreplica.conformance.fuzz.campaign import failure_schedule
+    from kreplica.impl.partition import Partition
+
+    monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)
+    variant = parse_variant(["truncation=hw"])
+    setup = FuzzSetup(variant=variant, invariants=False, rules=True)
+    assert "invariants not checked, Kafka's rules checked" in setup.describe()
+    assert setup.name(1).endswith("-rules-s1")
+    result = run_fuzz(setup, 100, max_steps=50, seed_value=1, shrink=False)
+    assert result.failure is not None and result.failure.invariant == HW_NAME
+    schedule = failure_schedule(result)
+    assert recorded_checks(schedule) == (False, True)
+    console = Console(record=True, width=200)
+    assert replay_schedule(schedule, "run", console) == 0
+    assert "the same as recorded" in console.export_text()
+    bad = replace(schedule, meta={**schedule.meta, "rules": "yes"})
+    with pytest.raises(TraceError, match="'invariants' and 'rules' must be true or false"):
+        recorded_checks(bad)
 
 
 def test_the_bench_counts_only_a_targets_own_failure_as_found() -> None:

@@ -142,3 +142,19 @@ def test_the_hw_is_judged_at_a_shrink_and_an_append(monkeypatch: pytest.MonkeyPa
     found = apply_checked(rec, ShrinkIsr(1))
     assert found is not None and found[0] == HW_NAME
     assert "HW is 0 after an ISR shrink" in found[1] and "expected 1" in found[1]
+
+
+def test_kafkas_rules_are_checked_without_the_invariants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fuzz --rules-only` (invariants off, rules on) still judges the HW by the clock;
+    `--no-invariants` alone (both off) only records."""
+    found = {}
+    for rules in (True, False):
+        rec = recorder()
+        checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
+        monkeypatch.setattr(
+            Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False
+        )
+        found[rules] = apply_checked(rec, ShrinkIsr(1), invariants=False, rules=rules)
+        monkeypatch.undo()
+    assert found[True] is not None and found[True][0] == HW_NAME
+    assert found[False] is None

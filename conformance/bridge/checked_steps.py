@@ -131,10 +131,13 @@ class SpecRecorder(Recorder):
         )
 
 
-def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Violation | None:
-    """Apply one step through the recorder; the first violation it shows, if any (with
-    `invariants` False, only exceptions count): the spec's invariants after each spec action
-    (no idle fetcher after a LeaderAndIsr, the HW a leader computes by Kafka's clock),
+def apply_checked(
+    recorder: Recorder, step: Step, invariants: bool = True, rules: bool | None = None
+) -> Violation | None:
+    """Apply one step through the recorder; the first violation it shows, if any. With
+    `invariants` False the spec's invariants are not checked, and with `rules` False too (its
+    default is `invariants`) only exceptions count. Checked: after each spec action, the spec's
+    invariants, no idle fetcher after a LeaderAndIsr, the HW a leader computes by Kafka's clock;
     a step that is one spec action doing it where the spec enables it (`effect_violations`),
     every log's offsets (`offset_violations`), an ISR change proposed under
     isr=alter-partition, then Kafka's timing rules (`backoff`,
@@ -151,10 +154,10 @@ def apply_checked(recorder: Recorder, step: Step, invariants: bool = True) -> Vi
         events = recorder.apply(step)
     except Exception as err:
         return IMPLEMENTATION_ERROR, f"{type(err).__name__}: {err}"
-    if not invariants:
+    if not invariants and not (invariants if rules is None else rules):
         return None
     found = (
-        _event_violations(recorder, events, before)
+        _event_violations(recorder, events, before, invariants)
         or effect_violations(step, before, [e.action for e in events])
         or offset_violations(recorder.cluster, recorder.tp)
         or _proposal_violations(recorder, before)
@@ -252,15 +255,16 @@ def _recomputes_hw(recorder: Recorder, event: Event, before: State) -> bool:
     append (the log grew), an ISR shrink, or makeLeader (a new epoch it leads)."""
     after, r = event.state, int(event.args["replica"])
     i = r - 1
+    leads = bool(after["leader"][i] == r)
     if event.action == "LeaderHandleFetch":
         follower = int(event.args["follower"])
-        moved = before["remoteLeo"][i] != after["remoteLeo"][i]
+        moved = bool(before["remoteLeo"][i] != after["remoteLeo"][i])
         return moved and read_ok(recorder.sent, r, follower)
     if event.action == "Produce":
-        return after["leader"][i] == r and len(after["log"][i]) > len(before["log"][i])
+        return leads and len(after["log"][i]) > len(before["log"][i])
     if event.action == "BecomeLeaderOrFollower":
-        return after["leader"][i] == r and after["leaderEpoch"][i] != before["leaderEpoch"][i]
-    return after["leader"][i] == r  # LeaderShrinkIsr
+        return leads and bool(after["leaderEpoch"][i] != before["leaderEpoch"][i])
+    return leads  # LeaderShrinkIsr
 
 
 def _proposal_violations(recorder: Recorder, before: State) -> list[Violation]:
@@ -322,11 +326,13 @@ def _fetcher_before(
     return None, None
 
 
-def _event_violations(recorder: Recorder, events: list[Event], before: State) -> list[Violation]:
+def _event_violations(
+    recorder: Recorder, events: list[Event], before: State, invariants: bool = True
+) -> list[Violation]:
     """The invariants after each spec action the step performed (`checked_violations`), no
     idle fetcher after a LeaderAndIsr, and the HW a leader computes (`_hw_violations`)."""
     for event in events:
-        found = checked_violations(event.state, before)
+        found = checked_violations(event.state, before) if invariants else []
         if event.action == "LeaderHandleAlterPartitionResponse":  # judged when proposed
             found = [v for v in found if v[0] != "IsrJoinsCaughtUp"]
         if event.action == "BecomeLeaderOrFollower":

@@ -120,6 +120,17 @@ def schedule_from_json(obj: Any, source: str = "schedule") -> Schedule:
     )
 
 
+def recorded_checks(schedule: Schedule, source: str = "schedule") -> tuple[bool, bool]:
+    """(invariants, rules): what the campaign that saved `schedule` checked (`fuzz
+    --no-invariants`, `--rules-only`), so that a replay checks the same; both True for a
+    schedule that does not say. TraceError names `source` if either is not a boolean."""
+    invariants = schedule.meta.get("invariants", True)
+    rules = schedule.meta.get("rules", invariants)
+    if not isinstance(invariants, bool) or not isinstance(rules, bool):
+        raise TraceError(f"{source}: 'invariants' and 'rules' must be true or false")
+    return invariants, rules
+
+
 def dumps_schedule(schedule: Schedule) -> str:
     """JSON text of a schedule, one step per line."""
     obj = schedule.to_json()
@@ -164,9 +175,11 @@ def replay(
     meta: Mapping[str, Any] | None = None,
     allowed: Allowed | None = None,
     invariants: bool = True,
+    rules: bool | None = None,
 ) -> Replay:
     """Run the schedule's steps on a fresh cluster, checking as the fuzzer does (with
-    `invariants` False, as `fuzz --no-invariants` does: exceptions only); stop at the first
+    `invariants` False, as `fuzz --no-invariants` does: exceptions only, unless `rules`, as
+    `fuzz --rules-only` does: Kafka's rules but not the spec's invariants); stop at the first
     violation. A step that cannot be applied is reported as an ImplementationError; at a step
     that is not `allowed`, the replay stops without a violation."""
     recorder = SpecRecorder(schedule.cluster(), TP, dict(meta or {}))
@@ -175,7 +188,7 @@ def replay(
         if allowed is not None and not allowed(recorder.cluster, recorder.state, previous, step):
             return Replay(None, n - 1, recorder.trace())
         previous = step
-        found = apply_checked(recorder, step, invariants)
+        found = apply_checked(recorder, step, invariants, rules)
         if found is not None:
             return Replay(found, n, recorder.trace())
     return Replay(None, len(schedule.steps), recorder.trace())
@@ -195,13 +208,14 @@ def _still_fails(
     kind: tuple[str, str],
     allowed: Allowed | None,
     invariants: bool,
+    rules: bool | None = None,
 ) -> list[Step] | None:
     """The steps of `steps` that still fail the same way (`failure_kind`), up to the
     violation (None: they do not). With `allowed`, a step that is no longer allowed is left
     out (a message whose request was deleted, a restart of a broker that no longer crashed),
     so that a step is deleted together with the steps that depend on it."""
     if allowed is None:
-        result = replay(replace(schedule, steps=tuple(steps)), invariants=invariants)
+        result = replay(replace(schedule, steps=tuple(steps)), invariants=invariants, rules=rules)
         if result.violation is None or failure_kind(result.violation) != kind:
             return None
         return steps[: result.steps_applied]
@@ -212,7 +226,7 @@ def _still_fails(
         if not allowed(recorder.cluster, recorder.state, previous, step):
             continue
         kept.append(step)
-        found = apply_checked(recorder, step, invariants)
+        found = apply_checked(recorder, step, invariants, rules)
         if found is not None:
             return kept if failure_kind(found) == kind else None
     return None
@@ -227,11 +241,12 @@ def minimize(
     allowed: Allowed | None = None,
     max_replays: int = 2_000,
     invariants: bool = True,
+    rules: bool | None = None,
 ) -> Schedule:
     """Delete steps while the run still fails the same way and every step stays `allowed`:
     runs of consecutive steps, largest first, with the steps that depend on them (a greedy
     delta debugging), round after round until a round deletes nothing. Each try is a
-    replay (checking `invariants`, or only exceptions as `fuzz --no-invariants` does); at most
+    replay (checking `invariants` and `rules` as `replay` does); at most
     `max_replays` of them."""
     if schedule.violation is None:
         return schedule
@@ -244,10 +259,10 @@ def minimize(
             while i < len(steps) and tries < max_replays:
                 tries += 1
                 candidate = steps[:i] + steps[i + size :]
-                kept = _still_fails(schedule, candidate, kind, allowed, invariants)
+                kept = _still_fails(schedule, candidate, kind, allowed, invariants, rules)
                 if kept is not None and len(kept) < len(steps):
                     steps, progress = kept, True
                 else:
                     i += 1
-    final = replay(replace(schedule, steps=tuple(steps)), invariants=invariants)
+    final = replay(replace(schedule, steps=tuple(steps)), invariants=invariants, rules=rules)
     return replace(schedule, steps=tuple(steps), violation=final.violation)

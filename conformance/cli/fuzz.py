@@ -60,6 +60,7 @@ def build_setup(
     only: tuple[str, ...] = (),
     guided: bool = False,
     deletes: bool = True,
+    rules_only: bool = False,
 ) -> FuzzSetup:
     """The campaign's set-up from the options; KreplicaError on an unknown name or on a
     --fault that the other options switch off."""
@@ -69,8 +70,19 @@ def build_setup(
         raise KreplicaError(str(err)) from None
     crash, unclean, network = faults
     kinds = frozenset(kind.replace("-", "_") for kind in only)
+    checks_invariants = invariants and not rules_only
     setup = FuzzSetup(
-        variant, replicas, crash, unclean, network, max_faults, invariants, kinds, guided, deletes
+        variant,
+        replicas,
+        crash,
+        unclean,
+        network,
+        max_faults,
+        checks_invariants,
+        kinds,
+        guided,
+        deletes,
+        rules_only,
     )
     off = sorted(kinds - set(setup.fault_kinds))
     if off:
@@ -218,6 +230,13 @@ class FuzzProgress:
     "runs, e.g. to check a buggy variant's traces with TLC later).",
 )
 @click.option(
+    "--rules-only",
+    is_flag=True,
+    help="Check Kafka's own rules after every step (timing, the answers to clients, the HW "
+    "by the clock, a step's effect) but not the spec's invariants, which an unsafe variant "
+    "breaks by design; implies --no-invariants.",
+)
+@click.option(
     "--corpus",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -261,6 +280,7 @@ def fuzz(
     shrink: bool,
     time_limit: float | None,
     invariants: bool,
+    rules_only: bool,
     corpus: Path | None,
     guided: bool,
     require_all_actions: bool,
@@ -269,7 +289,16 @@ def fuzz(
     """Fuzz the implementation with Hypothesis; check the spec's invariants after every step."""
     on = (faults, unclean, network_faults)
     setup = build_setup(
-        assignments, bugs, replicas, on, max_faults, invariants, only_faults, guided, deletes
+        assignments,
+        bugs,
+        replicas,
+        on,
+        max_faults,
+        invariants,
+        only_faults,
+        guided,
+        deletes,
+        rules_only,
     )
     check_output_dir(out, "failures to")
     display = FuzzProgress(examples, f"fuzz {setup.variant.label()}")

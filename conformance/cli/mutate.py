@@ -41,7 +41,7 @@ Each sampled mutant (one small edit of impl/log.py, partition.py, ...: see
 docs/mutation.md) runs `kreplica fuzz --examples 500 --steps 50 --seed S
 --corpus C --no-shrink` (--examples and --steps change the campaign's size)
 and, if the fuzzer found nothing, `kreplica conform C --no-spark --workers 1`;
-then the same for each of --variants with `--variant V --no-invariants` and
+then the same for each of --variants with `--variant V --rules-only` and
 `conform --variant V`, whose traces must conform to the spec under V (for a
 variant the spec does not model, such as isr=alter-partition, `fuzz --variant V`
 with its checks on, and no conform).

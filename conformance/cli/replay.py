@@ -19,7 +19,12 @@ from kreplica.conformance.bridge.replay import (
     replay,
     setup_from_config,
 )
-from kreplica.conformance.bridge.schedule import Schedule, schedule_from_json, variant_from_json
+from kreplica.conformance.bridge.schedule import (
+    Schedule,
+    recorded_checks,
+    schedule_from_json,
+    variant_from_json,
+)
 from kreplica.conformance.bridge.schedule import replay as replay_steps
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
@@ -209,9 +214,11 @@ def _numbered(
 
 
 def replay_schedule(schedule: Schedule, name: str, console: Console) -> int:
-    """Run a saved schedule exactly; 0 if it shows the violation it recorded."""
+    """Run a saved schedule exactly, with the checks its campaign made; 0 if it shows the
+    violation it recorded."""
+    invariants, rules = recorded_checks(schedule, name)
     try:
-        result = replay_steps(schedule)
+        result = replay_steps(schedule, invariants=invariants, rules=rules)
     except SimulationError as exc:
         console.print(f"{name}: cannot be replayed: {exc}", soft_wrap=True)
         return EXIT_CANNOT_REPLAY

@@ -136,11 +136,11 @@ def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
     tell that it still fails."""
     schedule = replace(setup.schedule(err.steps, err.config), violation=err.violation)
     if err.violation[0] in LIVENESS:
-        trace = replay(schedule, invariants=setup.invariants).trace
+        trace = replay(schedule, invariants=setup.invariants, rules=setup.checks_rules).trace
         return Failure(*err.violation, err.steps, trace, len(err.steps), err.config)
-    checks = setup.invariants
-    schedule = minimize(schedule, fuzzer_may_take, invariants=checks)
-    result = replay(schedule, invariants=checks)
+    checks, rules = setup.invariants, setup.checks_rules
+    schedule = minimize(schedule, fuzzer_may_take, invariants=checks, rules=rules)
+    result = replay(schedule, invariants=checks, rules=rules)
     violation = result.violation or err.violation
     steps = schedule.steps[: result.steps_applied]
     return Failure(violation[0], violation[1], steps, result.trace, len(err.steps), err.config)
@@ -158,6 +158,8 @@ def failure_schedule(result: FuzzResult) -> Schedule:
         "seed": result.seed,
         "examples": result.examples,
         "max_steps": result.max_steps,
+        "invariants": result.setup.invariants,
+        "rules": result.setup.checks_rules,
     }
     schedule = result.setup.schedule(f.steps, f.config)
     return replace(schedule, violation=(f.invariant, f.reason), meta=meta)

@@ -508,6 +508,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             "run": self.run,
             "variables": list(trace.vars),
             "invariants": setup.invariants,
+            "rules": setup.checks_rules,
             "min_insync_replicas": self.config.min_insync_replicas,
             "fetch_max_records": FETCH_MAX_RECORDS,
             "batch_max_records": BATCH_MAX_RECORDS,
@@ -577,7 +578,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         for step in steps:
             self.steps.append(step)
             self.stats.impl_steps += 1
-            found = apply_checked(self.recorder, step, self.setup.invariants)
+            found = apply_checked(
+                self.recorder, step, self.setup.invariants, self.setup.checks_rules
+            )
             if found is not None:
                 self.violation = found
                 self.stats.run_failed()

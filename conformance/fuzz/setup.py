@@ -125,6 +125,15 @@ class FuzzSetup:
     """Steer Hypothesis towards rarely reached abstract states (`guidance`)."""
     deletes: bool = True
     """Clients delete records below the leader's HW (DeleteRecords), in half the runs."""
+    rules: bool = False
+    """With `invariants` False, still check Kafka's rules (timing, the answers to clients, the
+    HW by the clock, a step's effect; `checked_steps.apply_checked`): an unsafe variant breaks
+    the spec's invariants by design, but not those (`fuzz --rules-only`)."""
+
+    @property
+    def checks_rules(self) -> bool:
+        """Kafka's rules are checked: with the invariants, or alone (`rules`)."""
+        return self.invariants or self.rules
 
     def schedule(self, steps: Sequence[Step] = (), config: BrokerConfig = CONFIG) -> Schedule:
         """A schedule of `steps` for this set-up (its cluster is the fuzzer's; `config`: the
@@ -157,6 +166,7 @@ class FuzzSetup:
         """One line: variant, replicas, faults, and whether invariants are checked."""
         faults = ", ".join(k.replace("_", " ") for k in self.fault_kinds) or "none"
         checked = "" if self.invariants else "; invariants not checked"
+        checked += "" if self.invariants or not self.rules else ", Kafka's rules checked"
         deletes = "" if self.deletes else "; no record deletion"
         return (
             f"variant {self.variant.label()}, {self.replicas} replicas, "
@@ -166,11 +176,12 @@ class FuzzSetup:
     def name(self, seed_value: int) -> str:
         """A file-name stem for a campaign of this set-up with `seed_value`: the variant, the
         replicas, the faults when they are not the default ones (`f` and a letter per kind,
-        then max_faults; `-noinv` without invariants, `-guided` with guidance), the seed."""
+        then max_faults; `-noinv` without invariants, `-rules` with Kafka's rules alone,
+        `-guided` with guidance), the seed."""
         label = re.sub(r"[^A-Za-z0-9.-]+", "_", self.variant.label().replace("=", "-"))
         faults = "".join(FAULT_CODES[k] for k in self.fault_kinds)
         tag = f"-f{faults}{self.max_faults}" if (faults, self.max_faults) != DEFAULT_FAULTS else ""
-        tag += "" if self.invariants else "-noinv"
+        tag += "" if self.invariants else "-rules" if self.rules else "-noinv"
         tag += "" if self.deletes else "-nodel"
         tag += "-guided" if self.guided else ""
         return f"{label}-r{self.replicas}{tag}-s{seed_value}"

@@ -5,11 +5,11 @@ By default the campaign is issue #14's study's, at 500 runs where the study ran 
 to a mutant; docs/mutation.md says why):
 `kreplica fuzz --examples 500 --steps 50 --seed S --corpus C --no-shrink`, then
 `kreplica conform C --no-spark --workers 1 --why 0` (the verdict is what counts); then, for
-each protocol variant of `variants`, the same size of campaign under that variant for
-conformance only: `kreplica fuzz --variant V
---no-invariants ...` (an unsafe variant breaks invariants by design; a step that raises still
-fails it) and `kreplica conform C --variant V ...`, the variant's traces against the spec under
-the same variant; a variant the spec does not model (isr=alter-partition) has no spec to
+each protocol variant of `variants`, the same size of campaign under that variant:
+`kreplica fuzz --variant V --rules-only ...` (an unsafe variant breaks the spec's invariants by
+design, so only Kafka's own rules are checked: timing, the answers to clients, the HW by the
+clock, a step's effect, and a step that raises) and `kreplica conform C --variant V ...`, the
+variant's traces against the spec under the same variant; a variant the spec does not model (isr=alter-partition) has no spec to
 conform to, so its stage is `kreplica fuzz --variant V ...` with the fuzzer's checks on (it is
 a safe protocol: they hold for it). The variants' code (truncation to the HW and the
 out-of-range reset, R9; unclean elections; KIP-101's end offsets without epochs, R6; an ISR
@@ -306,7 +306,7 @@ def _stage(
     mutated: bool,
 ) -> None:
     """One fuzz + conform campaign: the correct protocol's (`variant` None, invariants on), a
-    modelled variant's (conformance only), or an unmodelled variant's (the fuzzer's checks
+    modelled variant's (Kafka's rules, then conformance), or an unmodelled variant's (the fuzzer's checks
     only: there is no spec to conform to); fills in the outcome `o` unless the mutant
     survives it. For a mutant (`mutated`), a failure the unmutated implementation replays is
     an error."""
@@ -318,7 +318,7 @@ def _stage(
         "fuzz", "--examples", str(campaign.examples), "--steps", str(campaign.steps),
         "--seed", str(campaign.seed), "--no-shrink", "--out", str(work / "fuzz"), *chosen,
         *(["--corpus", str(corpus)] if modelled else []),
-        *([] if variant is None or not modelled else ["--no-invariants"]),
+        *([] if variant is None or not modelled else ["--rules-only"]),
     ]  # fmt: skip
     where = "" if variant is None else f" ({variant})"
     code, text = _run(fuzz_args, work, env, deadline)
