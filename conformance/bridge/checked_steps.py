@@ -154,7 +154,7 @@ def apply_checked(
         events = recorder.apply(step)
     except Exception as err:
         return IMPLEMENTATION_ERROR, f"{type(err).__name__}: {err}"
-    if not invariants and not (invariants if rules is None else rules):
+    if not invariants and not rules:  # rules None: as invariants
         return None
     found = (
         _event_violations(recorder, events, before, invariants)
