@@ -126,7 +126,7 @@ class InFlight:
 
     correlation_id: int
     deadline_ms: int
-    """When it fails without an answer: sent + replica.socket.timeout.ms (R8)."""
+    """Sent + replica.socket.timeout.ms: it fails without an answer once this has passed (R8)."""
     request: Message
     epochs: dict[TopicPartition, EpochData] | None = None
     session: dict[TopicPartition, FetchPartitionData] | None = None
@@ -135,5 +135,6 @@ class InFlight:
     """Its connection broke with no answer on its way: it fails now, not at deadline_ms (R8)."""
 
     def failed(self, now_ms: int) -> bool:
-        """True once it has failed: disconnected, or unanswered at its deadline (R8)."""
-        return self.disconnected or now_ms >= self.deadline_ms
+        """True once it has failed: disconnected, or unanswered past its deadline (R8; Kafka's
+        NetworkClient expires a request more than its time-out after the send)."""
+        return self.disconnected or now_ms > self.deadline_ms

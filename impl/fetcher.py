@@ -155,7 +155,7 @@ class AbstractFetcherThread(ABC):
         if self.in_flight is not None:
             if self.in_flight.disconnected:
                 return self.clock.now_ms
-            return self.in_flight.deadline_ms
+            return self.in_flight.deadline_ms + 1  # the first instant it has failed
         delays = [
             s.delay_until_ms
             for s in self.partition_states._map.values()

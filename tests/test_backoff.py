@@ -212,9 +212,11 @@ def test_a_timed_out_reset_of_an_untracked_partition_owes_no_back_off() -> None:
     reset = OffsetReset(TP, 0, 0)
     request = ListOffsetsRequest(7, 2, IsolationLevel.READ_UNCOMMITTED, ())
     flight = InFlight(7, 1_000, request, reset=reset)
-    before = FetcherView(1_000, True, flight, {}, frozenset({TP}))
-    after = FetcherView(1_000, True, None, {}, frozenset({TP}))
+    before = FetcherView(1_001, True, flight, {}, frozenset({TP}))  # its deadline has passed
+    after = FetcherView(1_001, True, None, {}, frozenset({TP}))
     assert backoff_violations(before, after, [], BACKOFF) == []
+    at_the_deadline = replace(before, now_ms=1_000)  # Kafka expires it only after the deadline
+    assert backoff_violations(at_the_deadline, after, [], BACKOFF) != []
 
 
 def epoch_answer_in_flight() -> SpecRecorder:
@@ -305,10 +307,10 @@ def test_a_timed_out_reset_of_an_earlier_epoch_backs_nothing_off() -> None:
     epoch: the request no longer concerns the partition, whose back-off must not change."""
     before, _ = reset_in_flight()
     moved = replace(before.states[TP], current_leader_epoch=1, state=FETCHING)
-    stale = replace(before, now_ms=31_000, states={TP: moved})
+    stale = replace(before, now_ms=31_001, states={TP: moved})  # past its deadline
     unchanged = replace(stale, in_flight=None, pending_resets=frozenset())
     assert backoff_violations(stale, unchanged, [], BACKOFF) == []
-    delayed = replace(unchanged, states={TP: replace(moved, delay_until_ms=31_000 + BACKOFF)})
+    delayed = replace(unchanged, states={TP: replace(moved, delay_until_ms=31_001 + BACKOFF)})
     [(name, reason)] = backoff_violations(stale, delayed, [], BACKOFF)
     assert name == NAME and "timed out" in reason and "expected None" in reason
 
@@ -384,7 +386,7 @@ def test_a_request_that_fails_early_with_its_connection_whole_is_named(
     monkeypatch.setattr(InFlight, "failed", lambda self, now_ms: True)
     found = apply_checked(rec, DoWork(2, 1))
     assert found is not None and found[0] == NAME
-    assert f"before its deadline {T0 + TIMEOUT}, with its connection whole" in found[1]
+    assert f"not past its deadline {T0 + TIMEOUT}, with its connection whole" in found[1]
 
 
 def test_a_request_whose_answer_is_on_its_way_must_wait_for_it(

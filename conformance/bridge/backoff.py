@@ -11,12 +11,13 @@ the request in flight) and holds them to those rules on the simulated clock:
 
 - a request sent gets its deadline: exactly replica.socket.timeout.ms from now, the time-out
   of the NetworkClient that `sendAndReceive` waits on (`deadline_violations`);
-- a request fails at its deadline (replica.socket.timeout.ms after it was sent), or earlier
-  only if its connection broke: the source broker's process died since it was sent, or was
-  dead when it was sent (Kafka's NetworkClient sees the close, or the connect is refused,
-  and `sendAndReceive` or `awaitReady` throws; a host that lost power sends neither), and no
-  answer to it is on its way (what the leader sent before it died still arrives)
-  (`connection_broke`);
+- a request fails once its deadline has passed (more than replica.socket.timeout.ms after it
+  was sent: Kafka's `InFlightRequests` expires a request whose time since the send exceeds its
+  time-out), or earlier only if its connection broke: the source broker's process died since
+  it was sent, or was dead when it was sent (Kafka's NetworkClient sees the close, or the
+  connect is refused, and `sendAndReceive` or `awaitReady` throws; a host that lost power
+  sends neither), and no answer to it is on its way (what the leader sent before it died still
+  arrives) (`connection_broke`);
 - a request that failed backs every partition it concerned off for exactly
   replica.fetch.backoff.ms from now, unless it was already delayed, and no other (R8);
 - a partition whose back-off has not ended is in no request the step sends;
@@ -32,7 +33,9 @@ the request in flight) and holds them to those rules on the simulated clock:
   (`unseen_disconnection_violations`; a disconnect is seen at once, not at the request's
   deadline), unless no close can reach it: a network partition cuts it off from the source,
   or the source lost power (an `UncleanShutdown`: its host sends nothing, and the request
-  times out, as a connect to it does).
+  times out, as a connect to it does);
+- after every step, a running fetcher whose request in flight is past its deadline has work:
+  its next iteration fails the request (`timed_out_violations`).
 
 Reported as `FetchBackoffOnTime`, like an invariant.
 """
@@ -105,7 +108,7 @@ def fetcher_view(
         frozenset(fetcher.pending_resets),
         judge_connection
         and flight is not None
-        and now < flight.deadline_ms
+        and now <= flight.deadline_ms
         and connection_broke(cluster, broker, source, flight),
     )
 
@@ -208,6 +211,31 @@ def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
     return found
 
 
+def timed_out_violations(cluster: Cluster) -> list[tuple[str, str]]:
+    """Running fetchers whose request in flight is past its deadline and yet have no work (R8):
+    the NetworkClient expires the request at its next poll, so the fetcher's next iteration
+    fails it and backs its partitions off; a fetcher without work would wait on."""
+    now, found = cluster.clock.now_ms, []
+    for broker in cluster.broker_ids:
+        if not cluster.is_alive(broker):
+            continue
+        manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
+        for source, fetcher in sorted(manager.fetchers.items()):
+            flight = fetcher.in_flight
+            if flight is None or not fetcher.is_running or now <= flight.deadline_ms:
+                continue
+            if not fetcher.has_work():
+                found.append(
+                    (
+                        NAME,
+                        f"broker {broker}'s request {flight.correlation_id} to broker {source} "
+                        f"is past its deadline {flight.deadline_ms} at {now} ms, and its fetcher "
+                        "has no work",
+                    )
+                )
+    return found
+
+
 def deadline_violations(
     before: FetcherView | None, after: FetcherView | None, timeout_ms: int
 ) -> list[tuple[str, str]]:
@@ -255,7 +283,7 @@ def backoff_violations(
     now = before.now_ms
     flight = before.in_flight
     if flight is not None:
-        if now < flight.deadline_ms:
+        if now <= flight.deadline_ms:
             waits = after.in_flight is not None and (
                 after.in_flight.correlation_id == flight.correlation_id
             )
@@ -265,7 +293,7 @@ def backoff_violations(
                 return [
                     (
                         NAME,
-                        f"a request failed at {now} ms, before its deadline "
+                        f"a request failed at {now} ms, not past its deadline "
                         f"{flight.deadline_ms}, with its connection whole",
                     )
                 ]
@@ -456,6 +484,6 @@ def _request_failure(
         if then is not None and then.delay_until_ms != expected:
             wrong.append(f"{tp} delayed until {then.delay_until_ms}, expected {expected}")
     if wrong:
-        what = "timed out" if now >= flight.deadline_ms else "lost its connection"
+        what = "timed out" if now > flight.deadline_ms else "lost its connection"
         return [(NAME, f"a request {what} at {now} ms: " + "; ".join(wrong))]
     return []

@@ -17,6 +17,7 @@ from kreplica.conformance.bridge.backoff import (
     backoff_violations,
     deadline_violations,
     fetcher_view,
+    timed_out_violations,
     unseen_disconnection_violations,
 )
 from kreplica.conformance.bridge.client_answers import (
@@ -353,11 +354,12 @@ def _timing_violations(
     isr_in_flight: bool,
 ) -> list[Violation]:
     """Kafka's timing rules on the simulated clock: the deadline of a request a fetcher
-    sends, a fetcher iteration's or an answer's back-off, a broken connection seen at once
-    (`backoff`), an ISR shrink's lag time (`lag_times`)."""
+    sends, a fetcher iteration's or an answer's back-off, a broken connection seen at once, a
+    request past its deadline failed at the next iteration (`backoff`), an ISR shrink's lag
+    time (`lag_times`)."""
     cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
     timeout = cluster.config.replica_socket_timeout_ms
-    unseen = unseen_disconnection_violations(cluster)
+    unseen = unseen_disconnection_violations(cluster) or timed_out_violations(cluster)
     if unseen:
         return unseen
     if isinstance(step, DoWork):

@@ -2,19 +2,18 @@
 fuzzer found nothing, `kreplica conform` on every trace it recorded.
 
 By default the campaign is issue #14's study's, at 500 runs where the study ran 150 (never tuned
-to a mutant; docs/mutation.md says why):
-`kreplica fuzz --examples 500 --steps 50 --seed S --corpus C --no-shrink`, then
-`kreplica conform C --no-spark --workers 1 --why 0` (the verdict is what counts); then, for
-each protocol variant of `variants`, the same size of campaign under that variant:
-`kreplica fuzz --variant V --rules-only ...` (an unsafe variant breaks the spec's invariants by
-design, so only Kafka's own rules are checked: timing, the answers to clients, the HW by the
-clock, a step's effect, and a step that raises) and `kreplica conform C --variant V ...`, the
-variant's traces against the spec under the same variant; a variant the spec does not model (isr=alter-partition) has no spec to
-conform to, so its stage is `kreplica fuzz --variant V ...` with the fuzzer's checks on (it is
-a safe protocol: they hold for it). The variants' code (truncation to the HW and the
-out-of-range reset, R9; unclean elections; KIP-101's end offsets without epochs, R6; an ISR
-change answered later, KIP-497; requests without the current leader epoch, KIP-320) is shared
-with the correct protocol's, and no other campaign reaches it.
+to a mutant; docs/mutation.md says why): `kreplica fuzz --examples 500 --steps 50 --seed S
+--corpus C --no-shrink`, then `kreplica conform C --no-spark --workers 1 --why 0` (the verdict
+is what counts); then, for each protocol variant of `variants`, the same size of campaign under
+that variant: `kreplica fuzz --variant V --rules-only ...` (an unsafe variant breaks the spec's
+invariants by design, so only Kafka's own rules are checked: timing, the answers to clients, the
+HW by the clock, a step's effect, and a step that raises) and `kreplica conform C --variant V
+...`, the variant's traces against the spec under the same variant; a variant the spec does not
+model (isr=alter-partition) has no spec to conform to, so its stage is `kreplica fuzz --variant
+V ...` with the fuzzer's checks on (it is a safe protocol: they hold for it). The variants' code
+(truncation to the HW and the out-of-range reset, R9; unclean elections; KIP-101's end offsets
+without epochs, R6; an ISR change answered later, KIP-497; requests without the current leader
+epoch, KIP-320) is shared with the correct protocol's, and no other campaign reaches it.
 Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
@@ -306,10 +305,10 @@ def _stage(
     mutated: bool,
 ) -> None:
     """One fuzz + conform campaign: the correct protocol's (`variant` None, invariants on), a
-    modelled variant's (Kafka's rules, then conformance), or an unmodelled variant's (the fuzzer's checks
-    only: there is no spec to conform to); fills in the outcome `o` unless the mutant
-    survives it. For a mutant (`mutated`), a failure the unmutated implementation replays is
-    an error."""
+    modelled variant's (Kafka's rules, then conformance), or an unmodelled variant's (the
+    fuzzer's checks only: there is no spec to conform to); fills in the outcome `o` unless
+    the mutant survives it. For a mutant (`mutated`), a failure the unmutated implementation
+    replays is an error."""
     work.mkdir()
     corpus = work / "corpus.jsonl"
     chosen = [] if variant is None else ["--variant", variant]

@@ -123,15 +123,15 @@ def test_a_request_sent_to_a_dead_broker_fails_at_once() -> None:
 
 def test_the_answer_a_leader_sent_before_it_died_still_arrives() -> None:
     """Leader 1 answers FETCH(0) with record 7 and dies at t=100 before the answer lands: the
-    follower waits for it (no work until the deadline t=30000), appends record 7 at t=100,
-    and its next FETCH(1), to the dead leader, fails at once: delayed until t=1100."""
+    follower waits for it (no work until its deadline t=30000 has passed), appends record 7 at
+    t=100, and its next FETCH(1), to the dead leader, fails at once: delayed until t=1100."""
     c = cluster()
     run(c, Produce(TP, (7,), acks=1, broker=1), Deliver(CLIENT, 1))
     fetch_in_flight(c)
     assert kinds(run(c, Deliver(2, 1))) == [("FetchResponse", 2)]
     run(c, Tick(100), Crash(1))
     assert c.brokers[2].workable_fetchers() == []
-    assert c.brokers[2].next_timer_ms() == T0 + TIMEOUT
+    assert c.brokers[2].next_timer_ms() == T0 + TIMEOUT + 1
     run(c, Deliver(1, 2))
     log = c.log(2, TP)
     assert log is not None and log.record_ids() == [7]
@@ -175,7 +175,7 @@ def test_an_offsets_for_leader_epoch_request_fails_at_once() -> None:
     assert isinstance(sent[0].payload, OffsetsForLeaderEpochRequest)
     assert (sent[0].dst, sent[0].dst_incarnation) == (1, 2)
     assert c.brokers[2].workable_fetchers() == []
-    assert c.brokers[2].next_timer_ms() == T0 + 1_100 + TIMEOUT
+    assert c.brokers[2].next_timer_ms() == T0 + 1_100 + TIMEOUT + 1
 
 
 def test_a_leader_halted_on_a_failed_log_dir_is_seen_to_die() -> None:
@@ -191,21 +191,23 @@ def test_a_leader_halted_on_a_failed_log_dir_is_seen_to_die() -> None:
 
 def test_a_leader_that_loses_power_is_not_heard_to_die() -> None:
     """A host that loses power (UncleanShutdown) sends no close: the FETCH sent at t=0 fails
-    at its deadline, t=30000, and the partition waits until t=31000. The FETCH then sent is
-    not refused either (the connect would time out): its deadline is t=61000, and a restart
-    of leader 1 at t=31500 does not close the connection to its earlier life."""
+    once its deadline, t=30000, has passed (at t=30001, not at t=30000: Kafka's NetworkClient
+    expires a request more than its time-out after the send), and the partition waits until
+    t=31001. The FETCH then sent is not refused either (the connect would time out): its
+    deadline is t=61001, and a restart of leader 1 at t=31501 does not close the connection to
+    its earlier life."""
     c = cluster()
     fetch_in_flight(c)
     run(c, Tick(100), UncleanShutdown(1))
     assert c.brokers[2].workable_fetchers() == []
-    assert c.brokers[2].next_timer_ms() == T0 + TIMEOUT
-    run(c, Tick(TIMEOUT - 101))
+    assert c.brokers[2].next_timer_ms() == T0 + TIMEOUT + 1
+    run(c, Tick(TIMEOUT - 100))  # at the deadline: not yet
     assert c.brokers[2].workable_fetchers() == []
     run(c, Tick(1), DoWork(2, 1))
-    assert delayed_until(c) == T0 + TIMEOUT + BACKOFF
+    assert delayed_until(c) == T0 + TIMEOUT + 1 + BACKOFF
     assert kinds(run(c, Tick(BACKOFF), DoWork(2, 1))) == [("FetchRequest", 1)]
     assert c.brokers[2].workable_fetchers() == []
-    assert c.brokers[2].next_timer_ms() == T0 + 2 * TIMEOUT + BACKOFF
+    assert c.brokers[2].next_timer_ms() == T0 + 2 * TIMEOUT + BACKOFF + 2
     run(c, Tick(500), Restart(1))
     assert c.brokers[2].workable_fetchers() == []
 
@@ -258,7 +260,7 @@ def test_across_a_network_partition_the_death_is_not_seen() -> None:
     fetch_in_flight(c)
     run(c, Isolate(1, 2), Tick(100), Crash(1))
     assert c.brokers[2].workable_fetchers() == []
-    assert c.brokers[2].next_timer_ms() == T0 + TIMEOUT
+    assert c.brokers[2].next_timer_ms() == T0 + TIMEOUT + 1
     run(c, Tick(4_900), Heal(1, 2))
     assert c.brokers[2].workable_fetchers() == [1]
     run(c, DoWork(2, 1))
@@ -301,7 +303,7 @@ def test_a_disconnection_spares_a_request_whose_answer_is_on_its_way() -> None:
     flight = f.in_flight
     assert flight is not None
     f.process_disconnection({flight.correlation_id})
-    assert not f.has_work() and f.next_wakeup_ms() == T0 + TIMEOUT
+    assert not f.has_work() and f.next_wakeup_ms() == T0 + TIMEOUT + 1
     f.process_disconnection({flight.correlation_id + 1})
     assert f.has_work() and f.next_wakeup_ms() == T0
     assert f.do_work() == [] and f.in_flight is None

@@ -394,6 +394,8 @@ def test_r8_request_timeout_delays_every_partition() -> None:
     assert isinstance(h.work(), FetchRequest)
     assert h.work() is None  # one request in flight at a time
     h.cluster.clock.advance(BrokerConfig().replica_socket_timeout_ms)
+    assert not h.fetcher.has_work()  # at its deadline: Kafka expires it only after
+    h.cluster.clock.advance(1)
     assert h.fetcher.has_work()
     assert h.work() is None  # the timeout is handled
     now = h.cluster.clock.now_ms
