@@ -478,3 +478,15 @@ def test_a_power_loss_stays_one_when_the_dead_broker_is_crashed_again() -> None:
     rec = recorder()
     checked(rec, DoWork(2, 1), Tick(100), UncleanShutdown(1), Crash(1))
     assert rec.cluster.brokers[2].workable_fetchers() == []
+
+
+def test_a_fetcher_that_says_it_has_work_does_something() -> None:
+    """Views made by hand: has_work() promises that do_work() would do something now; a
+    fetcher whose only partition is still backed off, and which says it has work anyway, runs
+    an iteration that does nothing: named. Without the promise, waiting is right."""
+    waiting = PartitionFetchState(0, 0, 0, 2_000, FETCHING)  # backed off until t=2000
+    lying = FetcherView(1_000, True, None, {TP: waiting}, frozenset(), has_work=True)
+    [(name, reason)] = backoff_violations(lying, lying, [], BACKOFF)
+    assert name == NAME and "said it had work at 1000 ms" in reason
+    honest = replace(lying, has_work=False)
+    assert backoff_violations(honest, honest, [], BACKOFF) == []

@@ -22,7 +22,9 @@ the request in flight) and holds them to those rules on the simulated clock:
   replica.fetch.backoff.ms from now, unless it was already delayed, and no other (R8);
 - a partition whose back-off has not ended is in no request the step sends;
 - an iteration with no request in flight and a partition ready (Fetching or Truncating, due,
-  no reset pending) does something: sends a request or moves a partition's state;
+  no reset pending) does something: sends a request or moves a partition's state; so does one
+  of a fetcher that said it had work (`has_work()`, which the simulator and the fuzzer ask
+  before they run an iteration: "do_work() would do something now");
 - an answer with an error for a partition it concerns backs that partition off for exactly
   replica.fetch.backoff.ms from now (`answer_violations`): a FETCH answer
   (`processFetchRequest`), an OffsetsForLeaderEpoch answer (`truncateToEpochEndOffsets`), and
@@ -86,6 +88,8 @@ class FetcherView:
     connection_broke: bool = False
     """The request in flight may fail before its deadline (`connection_broke`; False once the
     deadline has passed)."""
+    has_work: bool = False
+    """The fetcher said it had work (`has_work()`: do_work() would do something now)."""
 
 
 def fetcher_view(
@@ -110,6 +114,7 @@ def fetcher_view(
         and flight is not None
         and now <= flight.deadline_ms
         and connection_broke(cluster, broker, source, flight),
+        fetcher.has_work(),
     )
 
 
@@ -309,9 +314,12 @@ def backoff_violations(
         for tp, state in before.states.items()
         if not _delayed(state, now) and tp not in before.pending_resets
     ]
-    if ready and not sent and after.states == before.states and after.in_flight is None:
+    idle = not sent and after.states == before.states and after.in_flight is None
+    if ready and idle:
         names = ", ".join(sorted(map(str, ready)))
         return [(NAME, f"{names} ready at {now} ms, but the fetcher iteration did nothing")]
+    if before.has_work and idle and after.pending_resets == before.pending_resets:
+        return [(NAME, f"the fetcher said it had work at {now} ms, but its iteration did nothing")]
     return []
 
 
