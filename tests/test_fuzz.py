@@ -415,10 +415,9 @@ def test_a_shrunk_exception_keeps_its_type_and_message() -> None:
 def test_a_campaign_without_invariants_reports_the_exception(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`fuzz --no-invariants`: a run that breaks an
-    invariant (the seeded bug hw-not-clamped) and then raises is reported, shrunk and
-    replayed as the exception, as the campaign saw it, not as the invariant a replay with
-    invariants on would meet first."""
+    """`fuzz --no-invariants`: a run that breaks an invariant (the seeded bug hw-not-clamped)
+    and then raises is reported, shrunk and replayed as the exception, as the campaign saw it,
+    not as the invariant a replay with invariants on would meet first."""
     from kreplica.impl.replica_fetcher import ReplicaFetcherThread
 
     fetch = ReplicaFetcherThread.maybe_fetch
@@ -440,7 +439,7 @@ def test_a_campaign_without_invariants_reports_the_exception(
 
 
 def test_a_rules_only_campaign_reports_a_rule_and_its_schedule_replays_with_its_checks(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`fuzz --rules-only` (the mutation campaign's variant stages): under an unsafe variant
     the spec's invariants are not checked, Kafka's rules are: a leader that never moves its
