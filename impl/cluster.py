@@ -336,14 +336,20 @@ class Cluster:
         return [self.send_request(self._target(step.tp, step.broker), request)]
 
     def _consumer_fetch(self, step: ConsumerFetch) -> list[Envelope]:
+        parts: tuple[FetchPartitionData, ...] = (
+            FetchPartitionData(step.tp, step.offset, -1, step.max_bytes, None),
+        )
+        if step.other is not None:
+            other = FetchPartitionData(step.other, step.other_offset, -1, step.max_bytes, None)
+            parts = (other, *parts) if step.other_first else (*parts, other)
         request = FetchRequest(
             self.client.next_correlation_id(),
             -1,
             step.max_wait_ms,
             step.min_bytes,
-            step.max_bytes,
+            step.max_bytes if step.response_max_bytes is None else step.response_max_bytes,
             step.isolation_level,
-            (FetchPartitionData(step.tp, step.offset, -1, step.max_bytes, None),),
+            parts,
         )
         return [self.send_request(self._target(step.tp, step.broker), request)]
 

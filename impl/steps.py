@@ -70,7 +70,9 @@ class Produce:
 @dataclass(frozen=True, slots=True)
 class ConsumerFetch:
     """A consumer sends FETCH for tp at offset to `broker` (default: the leader); the broker
-    may hold it up to max_wait_ms for min_bytes (fetch.max.wait.ms, fetch.min.bytes)."""
+    may hold it up to max_wait_ms for min_bytes (fetch.max.wait.ms, fetch.min.bytes). Each
+    partition's read is limited to max_bytes (max.partition.fetch.bytes), and the response to
+    response_max_bytes, which the partitions share in the request's order (fetch.max.bytes)."""
 
     tp: TopicPartition
     offset: int
@@ -79,6 +81,13 @@ class ConsumerFetch:
     max_bytes: int = 1_048_576
     max_wait_ms: int = 0
     min_bytes: int = 1
+    other: TopicPartition | None = None
+    """A second partition the FETCH reads too, at `other_offset` (a consumer of two)."""
+    other_offset: int = 0
+    other_first: bool = False
+    """The second partition comes first in the request, so it is read first."""
+    response_max_bytes: int | None = None
+    """The byte limit of the whole response (fetch.max.bytes); None: `max_bytes`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 
 from kreplica.conformance.bridge.invariants import leso_of, log_start_of
+from kreplica.conformance.bridge.local_partitions import PartitionRead, is_local, local_read
 from kreplica.conformance.bridge.projection import CLIENT, NOT_HOSTED, State
 from kreplica.conformance.bridge.recorder import Arrival
 from kreplica.impl.cluster import Cluster
@@ -36,6 +37,8 @@ from kreplica.impl.messages import (
     LATEST_TIMESTAMP,
     RECORD_SIZE_BYTES,
     Errors,
+    FetchPartitionData,
+    FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
     ListOffsetsRequest,
@@ -146,7 +149,12 @@ def _held_too_long(
         if _produce_ready(part.record_ids, b, s):
             return f"{what} the HW ({s['hw'][b - 1]}) has passed it or the broker stepped down"
         return None
-    if isinstance(request, FetchRequest) and request.replica_id < 0 and request.max_wait_ms > 0:
+    if (
+        isinstance(request, FetchRequest)
+        and request.replica_id < 0
+        and request.max_wait_ms > 0
+        and len(request.partitions) == 1  # the fuzzer's FETCH of two partitions never waits
+    ):
         [asked] = request.partitions
         what = f"a FETCH at {asked.fetch_offset} still waits, though"
         readable = _readable_bytes(asked.fetch_offset, asked.max_bytes, b, s)
@@ -167,7 +175,7 @@ def _readable_bytes(offset: int, max_bytes: int, b: int, s: State) -> int | None
     None for a read that fails (not the leader, an offset out of range)."""
     if _read_error(offset, b, s) is not Errors.NONE:
         return None
-    return _read_count(offset, max_bytes, s["hw"][b - 1]) * RECORD_SIZE_BYTES
+    return _read_count(max(0, s["hw"][b - 1] - offset), max_bytes) * RECORD_SIZE_BYTES
 
 
 def _produce_ready(records: tuple[int, ...], b: int, s: State) -> bool:
@@ -202,7 +210,7 @@ def judge(
         wrong = _produce(request, answer, b, tp, s, cluster.brokers[b].config, start)
         return wrong or _produce_too_early(request, answer, waited_ms)
     if isinstance(request, FetchRequest) and isinstance(answer, FetchResponse):
-        wrong = _fetch(request, answer, b, tp, s)
+        wrong = _fetch(request, answer, b, tp, s, cluster)
         return wrong or _fetch_too_early(request, answer, b, s, waited_ms, moved)
     if isinstance(request, ListOffsetsRequest) and isinstance(answer, ListOffsetsResponse):
         return _list_offsets(request, answer, b, tp, s)
@@ -391,36 +399,81 @@ def _produce_offsets(
 
 
 def _fetch(
-    request: FetchRequest, answer: FetchResponse, b: int, tp: TopicPartition, s: State
+    request: FetchRequest,
+    answer: FetchResponse,
+    b: int,
+    tp: TopicPartition,
+    s: State,
+    cluster: Cluster,
 ) -> str | None:
-    """ReplicaManager.fetchMessages for a consumer: the leader's records below its HW (R1, R15)."""
+    """ReplicaManager.fetchMessages for a consumer: each partition's records below its
+    leader's HW (R1, R15), read in the request's order within what the response's byte limit
+    has left, at least one record until a partition gave some (readFromLocalLog). t-0 is read
+    in the spec's state, a broker's local partition in its own log (`local_partitions`)."""
     if request.replica_id >= 0:
         return "a follower's FETCH answer went to the client"
-    [asked] = request.partitions
-    [part] = answer.partitions
-    if part.tp != asked.tp or asked.tp != tp:
-        return f"FETCH of {asked.tp} answered for {part.tp}"
-    hw, offset = s["hw"][b - 1], asked.fetch_offset
-    expected_error = _read_error(offset, b, s)
-    if part.error is not expected_error:
-        return f"FETCH at {offset} answered {part.error.name}, expected {expected_error.name}"
+    asked = [p.tp for p in request.partitions]
+    got = {p.tp: p for p in answer.partitions}
+    if sorted(got) != sorted(asked) or len(got) != len(answer.partitions):
+        return f"FETCH of {sorted(map(str, asked))} answered for {sorted(map(str, got))}"
+    limit, min_one = request.max_bytes, True
+    for part in request.partitions:
+        if part.tp == tp:
+            read = _spec_read(part.fetch_offset, b, s)
+        elif is_local(part.tp):
+            read = local_read(cluster, b, part.tp, part.fetch_offset)
+        else:
+            read = PartitionRead(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        answered = got[part.tp]
+        wrong = _fetch_part(part, answered, read, min(part.max_bytes, limit), min_one)
+        if wrong is not None:
+            return wrong
+        if answered.records:
+            min_one = False
+            limit = max(0, limit - len(answered.records) * RECORD_SIZE_BYTES)
+    return None
+
+
+def _spec_read(offset: int, b: int, s: State) -> PartitionRead:
+    """A consumer's read of t-0 at broker b from `offset`, in the spec's state s."""
+    error = _read_error(offset, b, s)
+    if error is not Errors.NONE:
+        return PartitionRead(error)
+    hw = s["hw"][b - 1]
+    readable = tuple(
+        (offset + i, e["epoch"], e["record"]) for i, e in enumerate(s["log"][b - 1][offset:hw])
+    )
+    return PartitionRead(Errors.NONE, hw, log_start_of(s, b), readable)
+
+
+def _fetch_part(
+    asked: FetchPartitionData,
+    part: FetchPartitionResponse,
+    read: PartitionRead,
+    max_bytes: int,
+    min_one: bool,
+) -> str | None:
+    """Why one partition's part of a consumer's FETCH answer is not `read`, limited to
+    `max_bytes` (at least one record if `min_one`), or None."""
+    where = f"FETCH of {asked.tp} at {asked.fetch_offset}"
+    if part.error is not read.error:
+        return f"{where} answered {part.error.name}, expected {read.error.name}"
     # the HW, the last stable offset (the HW: no transactions) and the log start; Kafka's
     # LogReadResult of a failed read has -1 for each (Log.UnknownOffset)
     offsets = (part.high_watermark, part.last_stable_offset, part.log_start_offset)
-    leader = (hw, hw, log_start_of(s, b)) if expected_error is Errors.NONE else (-1, -1, -1)
+    leader = (read.high_watermark, read.high_watermark, read.log_start)
     if offsets != leader:
         name = part.error.name
-        return f"FETCH answered {name} with (HW, LSO, log start) {offsets}, expected {leader}"
+        return f"{where} answered {name} with (HW, LSO, log start) {offsets}, expected {leader}"
     if part.error is not Errors.NONE:
-        return None if not part.records else f"FETCH answered {part.error.name} with records"
-    count = _read_count(offset, asked.max_bytes, hw)
-    expected = [
-        (offset + i, e["epoch"], e["record"])
-        for i, e in enumerate(s["log"][b - 1][offset : offset + count])
-    ]
+        return None if not part.records else f"{where} answered {part.error.name} with records"
+    expected = list(read.readable[: _read_count(len(read.readable), max_bytes, min_one)])
     got = [(e.offset, e.epoch, e.record_id) for e in part.records]
     if got != expected:
-        return f"FETCH at {offset} (HW {hw}) answered records {got}, expected {expected}"
+        hw = read.high_watermark
+        return (
+            f"{where} (HW {hw}, {max_bytes} bytes left) answered records {got}, expected {expected}"
+        )
     return None
 
 
@@ -436,10 +489,11 @@ def _read_error(offset: int, b: int, s: State) -> Errors:
     return Errors.NONE
 
 
-def _read_count(offset: int, max_bytes: int, hw: int) -> int:
-    """How many records a consumer's read from `offset` returns: those below the HW, at most
-    max_bytes of them but at least one (minOneMessage)."""
-    return min(max(0, hw - offset), max(1, max_bytes // RECORD_SIZE_BYTES))
+def _read_count(available: int, max_bytes: int, min_one: bool = True) -> int:
+    """How many of `available` records a consumer's read returns: at most max_bytes of them,
+    but at least one if `min_one` (minOneMessage: no partition of the FETCH gave any yet)."""
+    most = max_bytes // RECORD_SIZE_BYTES
+    return min(available, most if most > 0 else int(min_one))
 
 
 def _fetch_ready(
@@ -469,8 +523,8 @@ def _fetch_too_early(
 ) -> str | None:
     """Why a successful FETCH answer came before max_wait_ms with less than min_bytes and no
     reason to complete early (ReplicaManager.fetchMessages, DelayedFetch), or None."""
-    if waited_ms is None or waited_ms >= request.max_wait_ms:
-        return None
+    if waited_ms is None or waited_ms >= request.max_wait_ms or len(request.partitions) != 1:
+        return None  # (the fuzzer's FETCH of two partitions never waits)
     [asked] = request.partitions
     [part] = answer.partitions
     if part.error is not Errors.NONE:

@@ -22,6 +22,7 @@ from typing import Any
 from kreplica.conformance.bridge.checkpoint_times import CheckpointTimes
 from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.lag_times import LagTimes
+from kreplica.conformance.bridge.local_partitions import SPEC_TP
 from kreplica.conformance.bridge.projection import (
     CLIENT,
     Projector,
@@ -135,10 +136,15 @@ class Event:
 
 
 def delivery_action(
-    cluster: Cluster, step: Deliver | Drop, projector: Projector | None = None
+    cluster: Cluster,
+    step: Deliver | Drop,
+    projector: Projector | None = None,
+    tp: TopicPartition = SPEC_TP,
 ) -> tuple[str, Args] | None:
-    """The spec action that delivering (or dropping) the message at `step` performs; with
-    a projector, None for a message that is not in the spec's `msgs`."""
+    """The spec action that delivering (or dropping) the message at `step` performs for
+    partition `tp`; with a projector, None for a message that is not in the spec's `msgs`.
+    A LeaderAndIsr or a fetcher's request about other partitions only (a broker's local
+    partition, `local_partitions`) performs none."""
     envelope = cluster.network.queues[(step.src, step.dst)][step.index]
     payload = envelope.payload
     src, dst = step.src, step.dst
@@ -163,16 +169,26 @@ def delivery_action(
     if isinstance(step, Drop):
         return "LoseMessage", {"from": src, "to": dst}
     if isinstance(payload, LeaderAndIsrRequest):
-        state = payload.partition_states[0]
+        state = next((p for p in payload.partition_states if p.tp == tp), None)
+        if state is None:
+            return None
         args = {"replica": dst, "epoch": state.leader_epoch, "leader": state.leader}
         return "BecomeLeaderOrFollower", args
     if isinstance(payload, FetchRequest):
-        args = {"replica": dst, "follower": src, "offset": payload.partitions[0].fetch_offset}
+        fetch = next((p for p in payload.partitions if p.tp == tp), None)
+        if fetch is None:
+            return None
+        args = {"replica": dst, "follower": src, "offset": fetch.fetch_offset}
         return "LeaderHandleFetch", args
     if isinstance(payload, OffsetsForLeaderEpochRequest):
-        args = {"replica": dst, "follower": src, "requested": payload.partitions[0].leader_epoch}
+        asked = next((p for p in payload.partitions if p.tp == tp), None)
+        if asked is None:
+            return None
+        args = {"replica": dst, "follower": src, "requested": asked.leader_epoch}
         return "LeaderHandleOffsetsForLeaderEpoch", args
     if isinstance(payload, ListOffsetsRequest):
+        if all(p.tp != tp for p in payload.partitions):
+            return None
         return "LeaderHandleListOffsets", {"replica": dst, "follower": src}
     name = RESPONSE_HANDLERS.get(type(payload))
     return (name, {"replica": dst, "leader": src}) if name else None
@@ -313,7 +329,7 @@ class Recorder:
     def _name(self, step: Step) -> tuple[str, Args] | None:
         """The action a step performs, decided before it runs (None: decided after)."""
         if isinstance(step, Deliver | Drop):
-            named = delivery_action(self.cluster, step, self.projector)
+            named = delivery_action(self.cluster, step, self.projector, self.tp)
             envelope = self.cluster.network.queues[(step.src, step.dst)][step.index]
             answer = named is not None and named[0] in RESPONSE_HANDLERS.values()
             if isinstance(step, Deliver) and answer and self._given_up(envelope):

@@ -25,6 +25,7 @@ from typing import Any
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, client_violations
 from kreplica.conformance.bridge.invariants import violations
+from kreplica.conformance.bridge.local_partitions import SPEC_TP, spec_cluster
 from kreplica.conformance.bridge.projection import CONTROLLER, State, delivered_to_running
 from kreplica.conformance.bridge.recorder import Event, Recorder
 from kreplica.conformance.bridge.step_codec import step_from_json
@@ -47,7 +48,6 @@ from kreplica.impl.messages import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     ProduceRequest,
-    TopicPartition,
 )
 from kreplica.impl.network import Envelope
 from kreplica.impl.steps import (
@@ -71,7 +71,7 @@ from kreplica.impl.steps import (
 )
 from kreplica.impl.variants import SPEC_CONSTANTS, Variant
 
-TP = TopicPartition("t", 0)
+TP = SPEC_TP
 # A produce must outlive the ISR lag that a LeaderShrinkIsr replay waits for.
 PRODUCE_TIMEOUT_MS = 10 * BrokerConfig().replica_lag_time_max_ms
 
@@ -143,6 +143,9 @@ class Setup:
     produce_timeout_ms: int = PRODUCE_TIMEOUT_MS
     """The producer's request timeout: a recorded run's own (the simulator's default);
     longer for a TLC trace, whose LeaderShrinkIsr waits must not expire produces."""
+    local_records: int = 0
+    """Records in each broker's local partition (`local_partitions`): a fuzz run's, if the trace
+    records it; 0 (t-0 alone) for a TLC trace."""
     hw_checkpoint_interval_ms: int | None = (
         BrokerConfig.replica_high_watermark_checkpoint_interval_ms
     )
@@ -160,8 +163,7 @@ class Setup:
         )
         if self.batch_max_records is not None:
             config = replace(config, max_message_bytes=self.batch_max_records * RECORD_SIZE_BYTES)
-        brokers = tuple(range(1, self.replicas + 1))
-        return Cluster(brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=config)
+        return spec_cluster(self.replicas, self.variant, config, self.local_records)
 
 
 @dataclass(frozen=True)

@@ -22,20 +22,20 @@ from kreplica.conformance.bridge.checked_steps import (
     Violation,
     apply_checked,
 )
+from kreplica.conformance.bridge.local_partitions import SPEC_TP, spec_cluster
 from kreplica.conformance.bridge.projection import State
 from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.itf import ItfTrace, read_json, write_text_atomic
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
-from kreplica.impl.messages import TopicPartition
 from kreplica.impl.steps import Step
 from kreplica.impl.variants import DIMENSIONS, Variant, VariantError, parse_variant
 
 SCHEDULE_FORMAT = 1
 """The version of the schedule file format."""
 
-TP = TopicPartition("t", 0)
+TP = SPEC_TP
 """The partition a schedule drives, on replicas 1..n (the spec models one partition)."""
 
 
@@ -66,13 +66,14 @@ class Schedule:
     config: BrokerConfig = field(default_factory=BrokerConfig)
     violation: Violation | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    local_records: int = 0
+    """Records in each broker's local partition from the start (`local_partitions`); 0: the
+    cluster has t-0 alone (a schedule saved before 2026-11-27 says nothing, and means 0)."""
 
     def cluster(self) -> Cluster:
-        """A fresh cluster to run the schedule on: partition t-0 on all its brokers, 1..n."""
-        brokers = tuple(range(1, self.replicas + 1))
-        return Cluster(
-            brokers, {TP.topic: 1}, len(brokers), variant=self.variant, config=self.config
-        )
+        """A fresh cluster to run the schedule on: partition t-0 on all its brokers, 1..n,
+        and each broker's local partition if `local_records`."""
+        return spec_cluster(self.replicas, self.variant, self.config, self.local_records)
 
     def to_json(self) -> dict[str, Any]:
         """The schedule as a JSON object."""
@@ -88,6 +89,7 @@ class Schedule:
             "variant": variant_to_json(self.variant),
             "replicas": self.replicas,
             "config": config,
+            **({"local_records": self.local_records} if self.local_records else {}),
             "violation": violation,
             "steps": [step_to_json(s) for s in self.steps],
         }
@@ -109,7 +111,11 @@ def schedule_from_json(obj: Any, source: str = "schedule") -> Schedule:
         isinstance(violation, dict) and {"invariant", "reason"} <= set(violation)
     ):
         raise TraceError(f"{source}: 'violation' must hold 'invariant' and 'reason'")
+    local_records = obj.get("local_records", 0)
+    if not isinstance(local_records, int) or isinstance(local_records, bool) or local_records < 0:
+        raise TraceError(f"{source}: 'local_records' must be a whole number")
     known = {"format", "version", "variant", "replicas", "config", "violation", "steps"}
+    known |= {"local_records"}
     return Schedule(
         variant=variant_from_json(obj.get("variant", {}), f"{source}: variant"),
         replicas=replicas,
@@ -117,6 +123,7 @@ def schedule_from_json(obj: Any, source: str = "schedule") -> Schedule:
         config=config,
         violation=(violation["invariant"], violation["reason"]) if violation else None,
         meta={k: v for k, v in obj.items() if k not in known},
+        local_records=local_records,
     )
 
 

@@ -24,9 +24,16 @@ STEP_CLASSES: dict[str, type] = {
 }
 """Every step class of kreplica.impl.steps, by name."""
 
+
+def _tp(v: Any) -> TopicPartition:
+    """A topic partition from its JSON object."""
+    return TopicPartition(str(v["topic"]), int(v["partition"]))
+
+
 # Fields whose JSON form is not the Python value itself: field name -> decoder.
 _DECODERS: dict[str, Callable[[Any], Any]] = {
-    "tp": lambda v: TopicPartition(str(v["topic"]), int(v["partition"])),
+    "tp": _tp,
+    "other": _tp,
     "record_ids": lambda v: tuple(int(x) for x in v),
     "isolation_level": lambda v: IsolationLevel[v],
 }
@@ -44,10 +51,13 @@ def _encode_value(value: Any) -> Any:
 
 
 def step_to_json(step: Step) -> dict[str, Any]:
-    """A step as a JSON object: its class name, then its fields."""
+    """A step as a JSON object: its class name, then its fields (a field that is None is left
+    out: its default; ITF has no null)."""
     out: dict[str, Any] = {"step": type(step).__name__}
     for f in fields(step):
-        out[f.name] = _encode_value(getattr(step, f.name))
+        value = getattr(step, f.name)
+        if value is not None:
+            out[f.name] = _encode_value(value)
     return out
 
 

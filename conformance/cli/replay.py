@@ -132,12 +132,14 @@ def recorded_setup(trace: ItfTrace) -> Setup:
             "in #meta as positive integers"
         )
     batch = meta.get("batch_max_records")  # recorded since 2026-11-26
+    local = meta.get("local_records")  # recorded since 2026-11-27: local_partitions
     return Setup(
         replicas=numbers["replicas"],
         variant=variant,
         min_insync_replicas=numbers["min_insync_replicas"],
         fetch_max_records=numbers["fetch_max_records"],
         batch_max_records=batch if isinstance(batch, int) and batch > 0 else None,
+        local_records=local if isinstance(local, int) and local > 0 else 0,
         produce_timeout_ms=RECORDED_PRODUCE_TIMEOUT_MS,
     )
 

@@ -14,6 +14,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS
 from kreplica.conformance.bridge.schedule import (
     Schedule,
     minimize,
@@ -178,6 +179,7 @@ def failure_trace(result: FuzzResult) -> ItfTrace:
         "min_insync_replicas": f.config.min_insync_replicas,
         "fetch_max_records": FETCH_MAX_RECORDS,
         "batch_max_records": BATCH_MAX_RECORDS,
+        "local_records": LOCAL_RECORDS,
         "seed": result.seed,
         "impl_steps": steps_json(f.steps),
     }

@@ -53,6 +53,7 @@ from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
 from kreplica.conformance.bridge.invariants import log_start_of
+from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS, local_partition
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, State
 from kreplica.conformance.bridge.schedule import (
     TP,
@@ -512,6 +513,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             "min_insync_replicas": self.config.min_insync_replicas,
             "fetch_max_records": FETCH_MAX_RECORDS,
             "batch_max_records": BATCH_MAX_RECORDS,
+            "local_records": LOCAL_RECORDS,
             "impl_steps": len(self.steps),
             "hidden_steps": True,
         }
@@ -848,7 +850,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         time in two at the HW anyway, as a consumer that has read everything), and one time in
         eight at a stale position outside the log (`STALE_POSITION`); read_committed or
         read_uncommitted (the same bound, the HW, without transactions); with one of
-        `CONSUMER_SETTINGS`."""
+        `CONSUMER_SETTINGS`. Half the FETCHes that may not wait also read the broker's local
+        partition (`local_partitions`), before or after t-0, within a response limit of one,
+        two or three records, which the two partitions share as Kafka's readFromLocalLog
+        shares fetch.max.bytes."""
         leaders = self.leaders()
         others = sorted(set(self.recorder.state["alive"]) - set(leaders))
         if others and pick % 4 == 3:
@@ -872,6 +877,14 @@ class ReplicationMachine(RuleBasedStateMachine):
             settings.max_wait_ms,
             settings.min_bytes,
         )
+        if settings.max_wait_ms == 0 and (pick // 2) % 2 == 1:
+            step = replace(
+                step,
+                other=local_partition(broker),
+                other_offset=(pick // 4) % (LOCAL_RECORDS + 1),
+                other_first=(pick // 8) % 2 == 1,
+                response_max_bytes=(1 + (pick // 16) % 3) * RECORD_SIZE_BYTES,
+            )
         self._client_request(step, broker)
 
     # ------------------------------------------------------------ replication and time

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
+from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS
 from kreplica.conformance.bridge.schedule import (
     Schedule,
 )
@@ -136,9 +137,12 @@ class FuzzSetup:
         return self.invariants or self.rules
 
     def schedule(self, steps: Sequence[Step] = (), config: BrokerConfig = CONFIG) -> Schedule:
-        """A schedule of `steps` for this set-up (its cluster is the fuzzer's; `config`: the
-        run's broker config, CONFIG or its durable form)."""
-        return Schedule(self.variant, self.replicas, tuple(steps), config)
+        """A schedule of `steps` for this set-up (its cluster is the fuzzer's, with each broker's
+        local partition, `local_partitions`; `config`: the run's broker config, CONFIG or its
+        durable form)."""
+        return Schedule(
+            self.variant, self.replicas, tuple(steps), config, local_records=LOCAL_RECORDS
+        )
 
     @property
     def kinds(self) -> frozenset[str]:
