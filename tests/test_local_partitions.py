@@ -73,6 +73,8 @@ def counts(answer: FetchResponse) -> dict[str, int]:
 
 
 def test_each_broker_leads_its_local_partition_with_records_and_t0_starts_empty() -> None:
+    """Three flushed records per local partition, under its HW; nothing in flight; t-0 as a
+    cluster without local partitions has it."""
     c = spec_cluster(3, Variant(), CONFIG, LOCAL_RECORDS)
     for b in c.broker_ids:
         log = c.log(b, local_partition(b))

@@ -5,8 +5,8 @@ A consumer's FETCH may name two partitions; Kafka reads them in the request's or
 records of the first count against the response's byte limit (fetch.max.bytes) of the next
 (ReplicaManager.readFromLocalLog). With t-0 alone no FETCH ever had two partitions, so that
 sharing went untested. Each broker b therefore also leads `local-(b-1)`, a partition of
-replication factor 1 holding `records` records from the start: a consumer's FETCH to b may
-read it before or after t-0 (`ConsumerFetch.other`). No follower fetches it, so the
+replication factor 1 holding `LOCAL_RECORDS` records from the start: a consumer's FETCH to b
+may read it before or after t-0 (`ConsumerFetch.other`). No follower fetches it, so the
 replication the spec judges is t-0's alone; `client_answers` judges a local partition's part
 of an answer by that broker's own log (`local_read`).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kreplica.impl.client import CLIENT_ID
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import Errors, TopicPartition
@@ -68,8 +69,8 @@ def _fill(cluster: Cluster, records: int) -> None:
         ids = tuple(range(base + 1, base + records + 1))
         for record in ids:  # one record per batch: message.max.bytes may allow no more
             cluster.apply(Produce(local_partition(b), (record,), 1, b))
-            cluster.apply(Deliver(-1, b))
-            cluster.apply(Deliver(b, -1))
+            cluster.apply(Deliver(CLIENT_ID, b))
+            cluster.apply(Deliver(b, CLIENT_ID))
         cluster.apply(Flush(b))
     cluster.record_id = 0  # t-0's records are numbered from 1, as the spec's
     cluster.history.clear()
