@@ -14,6 +14,7 @@ from kreplica.conformance.bridge.backoff import (
     backoff_violations,
     deadline_violations,
     fetcher_view,
+    wakeup_violations,
 )
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
@@ -490,3 +491,25 @@ def test_a_fetcher_that_says_it_has_work_does_something() -> None:
     assert name == NAME and "said it had work at 1000 ms" in reason
     honest = replace(lying, has_work=False)
     assert backoff_violations(honest, honest, [], BACKOFF) == []
+
+
+def test_a_wake_up_off_kafkas_clock_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetcher's wake-up is 1 ms past its request's deadline, then the end of its back-off;
+    one that says otherwise, or that has no work when its back-off is due, is named."""
+    rec = recorder()
+    checked(rec, DoWork(2, 1), Drop(2, 1, 0))
+    fetcher = rec.cluster.brokers[2].replica_manager.replica_fetcher_manager.fetcher_for(1)
+    assert fetcher is not None and fetcher.in_flight is not None
+    assert fetcher.next_wakeup_ms() == fetcher.in_flight.deadline_ms + 1
+    checked(rec, Tick(TIMEOUT + 1), DoWork(2, 1))  # failed: backs off
+    assert wakeup_violations(rec.cluster) == []
+    assert fetcher.next_wakeup_ms() == rec.cluster.clock.now_ms + BACKOFF
+    early = rec.cluster.clock.now_ms + BACKOFF - 1
+    with monkeypatch.context() as m:
+        m.setattr(AbstractFetcherThread, "next_wakeup_ms", lambda self: early)
+        [(name, reason)] = wakeup_violations(rec.cluster)
+        assert name == NAME and f"wakes at {early} ms" in reason
+    checked(rec, Tick(BACKOFF))  # due at exactly the end of the back-off
+    monkeypatch.setattr(AbstractFetcherThread, "has_work", lambda self: False)
+    found = apply_checked(rec, Tick(0))
+    assert found is not None and found[0] == NAME and "a partition ready" in found[1]

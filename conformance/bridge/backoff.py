@@ -37,7 +37,11 @@ the request in flight) and holds them to those rules on the simulated clock:
   or the source lost power (an `UncleanShutdown`: its host sends nothing, and the request
   times out, as a connect to it does);
 - after every step, a running fetcher whose request in flight is past its deadline has work:
-  its next iteration fails the request (`timed_out_violations`).
+  its next iteration fails the request (`timed_out_violations`);
+- after every step, a running fetcher with nothing in flight and a partition ready has work,
+  and the wake-up it gives the simulator is the first instant its request fails or a back-off
+  ends (`wakeup_violations`): the fuzzer's tick to the next deadline lands there, where a `<`
+  and a `<=` of the fetcher's timers differ.
 
 Reported as `FetchBackoffOnTime`, like an invariant.
 """
@@ -239,6 +243,46 @@ def timed_out_violations(cluster: Cluster) -> list[tuple[str, str]]:
                     )
                 )
     return found
+
+
+def wakeup_violations(cluster: Cluster) -> list[tuple[str, str]]:
+    """Running fetchers that disagree with Kafka's clock about when they have work (R8): one
+    with nothing in flight and a partition ready (its back-off due, no reset pending) has work
+    now (`has_work()`); and the wake-up it gives the simulator (`next_wakeup_ms()`, where the
+    fuzzer's tick to the next deadline lands) is the first instant its request fails (past its
+    deadline, or now if its connection broke) or, with nothing in flight, a back-off ends."""
+    now, found = cluster.clock.now_ms, []
+    for broker in cluster.broker_ids:
+        if not cluster.is_alive(broker):
+            continue
+        manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
+        for source, fetcher in sorted(manager.fetchers.items()):
+            if not fetcher.is_running:
+                continue
+            where = f"broker {broker}'s fetcher from broker {source}"
+            flight, states = fetcher.in_flight, dict(fetcher.partition_states.items())
+            ready = flight is None and any(
+                tp not in fetcher.pending_resets and not _delayed(state, now)
+                for tp, state in states.items()
+            )
+            if ready and not fetcher.has_work():
+                found.append((NAME, f"{where} has a partition ready at {now} ms, and no work"))
+            expected, got = _first_wakeup(flight, states, now), fetcher.next_wakeup_ms()
+            if got != expected:
+                found.append((NAME, f"{where} wakes at {got} ms by its own account at {now} ms, "
+                                    f"expected {expected}"))  # fmt: skip
+    return found
+
+
+def _first_wakeup(
+    flight: InFlight | None, states: dict[TopicPartition, PartitionFetchState], now_ms: int
+) -> int | None:
+    """The first instant a fetcher gets work by itself: its request fails (at once if its
+    connection broke, else 1 ms past its deadline), or else its first back-off ends."""
+    if flight is not None:
+        return now_ms if flight.disconnected else flight.deadline_ms + 1
+    ends = [s.delay_until_ms for s in states.values() if s.delay_until_ms is not None]
+    return min((end for end in ends if end > now_ms), default=None)
 
 
 def deadline_violations(

@@ -19,6 +19,7 @@ from kreplica.conformance.bridge.backoff import (
     fetcher_view,
     timed_out_violations,
     unseen_disconnection_violations,
+    wakeup_violations,
 )
 from kreplica.conformance.bridge.client_answers import (
     client_answer_violations,
@@ -359,7 +360,11 @@ def _timing_violations(
     time (`lag_times`)."""
     cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
     timeout = cluster.config.replica_socket_timeout_ms
-    unseen = unseen_disconnection_violations(cluster) or timed_out_violations(cluster)
+    unseen = (
+        unseen_disconnection_violations(cluster)
+        or timed_out_violations(cluster)
+        or wakeup_violations(cluster)
+    )
     if unseen:
         return unseen
     if isinstance(step, DoWork):
