@@ -48,6 +48,7 @@ Reported as `FetchBackoffOnTime`, like an invariant.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kreplica.impl.cluster import Cluster
@@ -58,6 +59,7 @@ from kreplica.impl.fetch_state import (
     OffsetReset,
     PartitionFetchState,
 )
+from kreplica.impl.fetcher import AbstractFetcherThread
 from kreplica.impl.messages import (
     Errors,
     FetchPartitionData,
@@ -220,28 +222,34 @@ def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
     return found
 
 
-def timed_out_violations(cluster: Cluster) -> list[tuple[str, str]]:
-    """Running fetchers whose request in flight is past its deadline and yet have no work (R8):
-    the NetworkClient expires the request at its next poll, so the fetcher's next iteration
-    fails it and backs its partitions off; a fetcher without work would wait on."""
-    now, found = cluster.clock.now_ms, []
+def _running_fetchers(cluster: Cluster) -> Iterator[tuple[int, int, AbstractFetcherThread]]:
+    """(broker, source, fetcher) of every running fetcher of a running broker, in order."""
     for broker in cluster.broker_ids:
         if not cluster.is_alive(broker):
             continue
         manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
         for source, fetcher in sorted(manager.fetchers.items()):
-            flight = fetcher.in_flight
-            if flight is None or not fetcher.is_running or now <= flight.deadline_ms:
-                continue
-            if not fetcher.has_work():
-                found.append(
-                    (
-                        NAME,
-                        f"broker {broker}'s request {flight.correlation_id} to broker {source} "
-                        f"is past its deadline {flight.deadline_ms} at {now} ms, and its fetcher "
-                        "has no work",
-                    )
-                )
+            if fetcher.is_running:
+                yield broker, source, fetcher
+
+
+def timed_out_violations(cluster: Cluster) -> list[tuple[str, str]]:
+    """Running fetchers whose request in flight is past its deadline and yet have no work (R8):
+    the NetworkClient expires the request at its next poll, so the fetcher's next iteration
+    fails it and backs its partitions off; a fetcher without work would wait on."""
+    now, found = cluster.clock.now_ms, []
+    for broker, source, fetcher in _running_fetchers(cluster):
+        flight = fetcher.in_flight
+        if flight is None or now <= flight.deadline_ms or fetcher.has_work():
+            continue
+        found.append(
+            (
+                NAME,
+                f"broker {broker}'s request {flight.correlation_id} to broker {source} "
+                f"is past its deadline {flight.deadline_ms} at {now} ms, and its fetcher "
+                "has no work",
+            )
+        )
     return found
 
 
@@ -252,25 +260,19 @@ def wakeup_violations(cluster: Cluster) -> list[tuple[str, str]]:
     fuzzer's tick to the next deadline lands) is the first instant its request fails (past its
     deadline, or now if its connection broke) or, with nothing in flight, a back-off ends."""
     now, found = cluster.clock.now_ms, []
-    for broker in cluster.broker_ids:
-        if not cluster.is_alive(broker):
-            continue
-        manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
-        for source, fetcher in sorted(manager.fetchers.items()):
-            if not fetcher.is_running:
-                continue
-            where = f"broker {broker}'s fetcher from broker {source}"
-            flight, states = fetcher.in_flight, dict(fetcher.partition_states.items())
-            ready = flight is None and any(
-                tp not in fetcher.pending_resets and not _delayed(state, now)
-                for tp, state in states.items()
-            )
-            if ready and not fetcher.has_work():
-                found.append((NAME, f"{where} has a partition ready at {now} ms, and no work"))
-            expected, got = _first_wakeup(flight, states, now), fetcher.next_wakeup_ms()
-            if got != expected:
-                found.append((NAME, f"{where} wakes at {got} ms by its own account at {now} ms, "
-                                    f"expected {expected}"))  # fmt: skip
+    for broker, source, fetcher in _running_fetchers(cluster):
+        where = f"broker {broker}'s fetcher from broker {source}"
+        flight, states = fetcher.in_flight, dict(fetcher.partition_states.items())
+        ready = flight is None and any(
+            tp not in fetcher.pending_resets and not _delayed(state, now)
+            for tp, state in states.items()
+        )
+        if ready and not fetcher.has_work():
+            found.append((NAME, f"{where} has a partition ready at {now} ms, and no work"))
+        expected, got = _first_wakeup(flight, states, now), fetcher.next_wakeup_ms()
+        if got != expected:
+            found.append((NAME, f"{where} wakes at {got} ms by its own account at {now} ms, "
+                                f"expected {expected}"))  # fmt: skip
     return found
 
 
