@@ -35,6 +35,11 @@ from kreplica.impl.variants import DIMENSIONS, Variant, VariantError, parse_vari
 SCHEDULE_FORMAT = 1
 """The version of the schedule file format."""
 
+SCHEDULE_KEYS = frozenset(
+    {"format", "version", "variant", "replicas", "config", "local_records", "violation", "steps"}
+)
+"""The keys a schedule file gives meaning to; any other goes to `Schedule.meta`."""
+
 TP = SPEC_TP
 """The partition a schedule drives, on replicas 1..n (the spec models one partition)."""
 
@@ -114,15 +119,13 @@ def schedule_from_json(obj: Any, source: str = "schedule") -> Schedule:
     local_records = obj.get("local_records", 0)
     if not isinstance(local_records, int) or isinstance(local_records, bool) or local_records < 0:
         raise TraceError(f"{source}: 'local_records' must be a whole number")
-    known = {"format", "version", "variant", "replicas", "config", "violation", "steps"}
-    known |= {"local_records"}
     return Schedule(
         variant=variant_from_json(obj.get("variant", {}), f"{source}: variant"),
         replicas=replicas,
         steps=tuple(step_from_json(s, f"{source}: step {i}") for i, s in enumerate(raw_steps)),
         config=config,
         violation=(violation["invariant"], violation["reason"]) if violation else None,
-        meta={k: v for k, v in obj.items() if k not in known},
+        meta={k: v for k, v in obj.items() if k not in SCHEDULE_KEYS},
         local_records=local_records,
     )
 
