@@ -16,7 +16,7 @@ import. Imports flow one way, down this list, and never up or sideways:
     kafka      real Apache Kafka under the model: one fault schedule on a real cluster (ZooKeeper
                and three broker JVMs) and on kreplica's simulator, and their outcomes compared
     symbolic   the implementation's pure decisions held, for every input within bounds, to the
-               spec's operators written as z3 formulas (R3, R6, R7, R8, R11, R13, R14, R15)
+               spec's operators written as z3 formulas (R3, R4, R6, R7, R8, R11, R13, R14, R15)
     fuzz       Hypothesis state machines, fuzz targets, the corpus writer, random walks
     validate   trace validation with TLC: trace data, batches, Spark and pool runners, results
                (it needs the spec's side only, so a Spark executor loads no simulator)

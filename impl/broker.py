@@ -52,7 +52,7 @@ _FETCHER_RESPONSES = (FetchResponse, OffsetsForLeaderEpochResponse, ListOffsetsR
 
 
 class ControllerLink(Protocol):
-    """The synchronous ISR write of isr=sync (a ZooKeeper conditional update in 2.6)."""
+    """The synchronous ISR write of isr=sync (a ZooKeeper conditional update in 2.6.3)."""
 
     def handle_alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
         """Apply an ISR change or refuse it (stale leader epoch / version)."""

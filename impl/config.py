@@ -1,4 +1,4 @@
-"""Broker and topic configuration, with Kafka 2.6 defaults (KafkaConfig / LogConfig)."""
+"""Broker and topic configuration, with Kafka 2.6.3 defaults (KafkaConfig / LogConfig)."""
 
 from __future__ import annotations
 

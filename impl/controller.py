@@ -1,9 +1,10 @@
 """Controller: leader election, LeaderAndIsr propagation and the ISR store (ZooKeeper in 2.6).
 
 The controller is a separate, never-failing node. Its `partitions` map is the source of truth
-for leader, leader epoch, ISR and zk_version (the partition epoch). Elections follow Kafka 2.6:
+for leader, leader epoch, ISR and zk_version (the partition epoch). Elections follow Kafka 2.6.3:
 offline partitions elect the first live ISR member in assignment order, or with
-election=unclean the first live replica; a dead replica leaves the ISR with a leader-epoch bump.
+election=unclean the first live replica; a dead replica leaves the ISR with a leader-epoch bump;
+an admin's unclean election acts only where the leader is not live (`elect_leader`).
 """
 
 from __future__ import annotations
@@ -191,8 +192,17 @@ class Controller:
         return bounced + self._drain()
 
     def elect_leader(self, tp: TopicPartition, candidate: int) -> tuple[Errors, list[Outgoing]]:
-        """Make candidate the leader with a new epoch: clean needs a live ISR member (ISR kept)."""
-        # election=unclean also accepts a live replica outside the ISR; the ISR becomes [it].
+        """An admin election (ElectLeaders): make `candidate` the leader in a new epoch, or
+        refuse with Kafka 2.6's error and change nothing. Clean: a live ISR member, the ISR
+        kept (a preferred-replica election). Unclean (election=unclean only): Kafka 2.6.3's
+        ElectLeaders(UNCLEAN) acts only on a partition whose leader is NoLeader or not a live
+        broker (else ELECTION_NOT_NEEDED), and runs the offline election, which still prefers
+        a live ISR member; so a candidate outside the ISR is elected only when no ISR member is
+        live and it is the first live replica in assignment order, alone in the ISR (else
+        ELIGIBLE_LEADERS_NOT_AVAILABLE). The spec's ControllerElectLeader has the same guard.
+        (Kafka lets an admin ask for an unclean election whatever the topic's
+        unclean.leader.election.enable; the model's election=clean has no unclean election
+        at all, by failure detection or by an admin.)"""
         reg = self.partitions.get(tp)
         if reg is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, []
@@ -200,10 +210,15 @@ class Controller:
             return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, []
         if candidate in reg.isr:
             self._update(tp, candidate, reg.isr)
-        elif self.variant.election == "unclean":
-            self._update(tp, candidate, [candidate])
-        else:
+        elif self.variant.election != "unclean":
             return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, []
+        elif reg.leader in self.live_brokers:  # NO_LEADER is no broker
+            return Errors.ELECTION_NOT_NEEDED, []
+        else:
+            live = [r for r in reg.replicas if r in self.live_brokers]
+            if any(r in reg.isr for r in live) or live[0] != candidate:
+                return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, []
+            self._update(tp, candidate, [candidate])
         self._propagate([tp])
         return Errors.NONE, self._drain()
 

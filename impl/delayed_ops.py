@@ -167,7 +167,7 @@ class DelayedFetch(DelayedOperation):
                 available = (end_offset - fetch_offset) * RECORD_SIZE_BYTES
                 accumulated += min(available, fetch_info.max_bytes)
             # above the end offset on the same segment (a consumer ahead of a lagging HW, a
-            # leader truncated within the segment): it waits, as Kafka 2.6's does
+            # leader truncated within the segment): it waits, as Kafka 2.6.3's does
         if accumulated >= meta.min_bytes:
             return self.force_complete()
         return False

@@ -68,7 +68,7 @@ class LeaderEpochFileCache:
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset`, dropping non-monotonic entries (R2);
-        only a negative epoch is refused, as Kafka 2.6's validateAndMaybeWarn refuses it."""
+        only a negative epoch is refused, as Kafka 2.6.3's validateAndMaybeWarn refuses it."""
         if epoch < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         entries = self.entries

@@ -1,4 +1,4 @@
-"""A fetcher's per-partition state, as values (R7): Kafka 2.6's PartitionFetchState,
+"""A fetcher's per-partition state, as values (R7): Kafka 2.6.3's PartitionFetchState,
 OffsetTruncationState and InitialFetchState (AbstractFetcherThread.scala) and PartitionStates
 (org.apache.kafka.common.internals), plus the sans-IO bookkeeping of a request in flight and of a
 pending out-of-range reset. `fetcher.AbstractFetcherThread` owns and changes them.

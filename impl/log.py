@@ -238,13 +238,23 @@ class Log:
 
     # --------------------------------------------------------------------------- truncation
 
-    def truncate_to(self, target_offset: int) -> bool:
-        """Drop every record at or above target_offset; False if target >= LEO (Log.truncateTo:
-        below the segment's base offset it starts a new segment there; R6, R9)."""
+    def truncate_to(self, target_offset: int, truncate_cache_at_leo: bool = True) -> bool:
+        """Drop every record at or above target_offset and the epoch cache's entries from
+        there (Log.truncateTo; below the segment's base offset it starts a new segment there;
+        R4, R6, R9); True if records went.
+
+        A target at or past the LEO drops no record and returns False, but the epoch cache is
+        still truncated from the end at the LEO, as Kafka 2.6.3 does (the KAFKA-10706 fix,
+        apache/kafka#9633): an epoch this replica began as leader without writing in it goes.
+        `truncate_cache_at_leo=False` is Kafka 2.6.0, which left the cache as it was (the
+        seeded bug `kafka-10706`): a follower that keeps such an epoch can ask for its end
+        forever and never finish truncating."""
         self._check_online()
         if target_offset < 0:
             raise ValueError(f"cannot truncate {self.tp} to a negative offset {target_offset}")
         if target_offset >= self.log_end_offset:
+            if truncate_cache_at_leo:
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if target_offset < self.base_offset:  # below the segment: start a new one there
             self.truncate_fully_and_start_at(target_offset)

@@ -113,6 +113,7 @@ class Partition:
         self._bug_hw_from_non_isr = variant.has_bug("hw-from-non-isr")
         self._bug_no_leso_guard = variant.has_bug("no-leso-guard")
         self._bug_skip_same_leader = variant.has_bug("skip-same-leader-truncation")
+        self._bug_kafka_10706 = variant.has_bug("kafka-10706")
 
     # ------------------------------------------------------------------------- accessors
 
@@ -463,8 +464,12 @@ class Partition:
     # --------------------------------------------------------------------------- truncation
 
     def truncate_to(self, offset: int) -> None:
-        """Truncate the local log to offset (Partition.truncateTo)."""
-        self.local_log_or_exception().truncate_to(offset)
+        """Truncate the local log to offset (Partition.truncateTo, R6); at or past the LEO only
+        the epoch cache is truncated, at the LEO (Kafka 2.6.3, R4), unless the seeded bug
+        `kafka-10706` leaves it as Kafka 2.6.0 did."""
+        self.local_log_or_exception().truncate_to(
+            offset, truncate_cache_at_leo=not self._bug_kafka_10706
+        )
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Empty the local log and restart it at new_offset."""

@@ -1,7 +1,7 @@
 """ReplicaFetcherThread and ReplicaFetcherManager: a follower broker's fetchers (R6-R9).
 
 `ReplicaFetcherThread` is `fetcher.AbstractFetcherThread` over the local ReplicaManager, as
-Kafka 2.6's ReplicaFetcherThread.scala is: it builds FETCH, OFFSETS_FOR_LEADER_EPOCH and
+Kafka 2.6.3's ReplicaFetcherThread.scala is: it builds FETCH, OFFSETS_FOR_LEADER_EPOCH and
 LIST_OFFSETS requests, appends fetched records as a follower and truncates the local log.
 `ReplicaFetcherManager` (ReplicaFetcherManager.scala and AbstractFetcherManager.scala) keeps one
 fetcher per source broker (num.replica.fetchers=1) and the set of failed partitions.

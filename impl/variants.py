@@ -29,6 +29,9 @@ BUGS: Mapping[str, str] = {
         "no truncation when the leader is unchanged but the epoch moved (KAFKA-7164)"
     ),
     "hw-not-clamped": "follower HW not clamped to its own LEO",
+    "kafka-10706": (
+        "truncation to or past the LEO leaves the epoch cache as it is (Kafka 2.6.0, KAFKA-10706)"
+    ),
 }
 
 SPEC_CONSTANTS: Mapping[str, str] = {

@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* One Kafka partition replicated on a few brokers, with a controller:     *)
 (* the high watermark (HW) and log end offset (LEO), leader-epoch          *)
-(* truncation, and the acks=-1 commit rule, as in Kafka 2.6.               *)
+(* truncation, and the acks=-1 commit rule, as in Kafka 2.6.3.             *)
 (*                                                                         *)
 (* Offsets are 0-based: the record at offset o is log[r][o + 1], and       *)
 (* LEO(r) = Len(log[r]).  The offsets below a log's start offset hold the  *)
@@ -55,7 +55,7 @@ ASSUME Election \in {"clean", "unclean"}
 ASSUME Acks \in {"-1", "1"}
 ASSUME Fencing \in {"kip320", "off"}
 ASSUME Bugs \subseteq {"early-ack", "hw-from-non-isr", "no-leso-guard",
-                       "skip-same-leader-truncation", "hw-not-clamped"}
+                       "skip-same-leader-truncation", "hw-not-clamped", "kafka-10706"}
 
 NoLeader == -1     \* a replica that knows no leader
 NoEpoch == -1      \* leaderEpoch of a Partition that has accepted no leader epoch yet
@@ -270,7 +270,7 @@ IsrHw(l, lg, rl, is) ==
 NewHw(l, lg, rl, is) ==
     LET c == IsrHw(l, lg, rl, is) IN IF c > hw[l] THEN c ELSE hw[l]
 
-\* Followers outside the ISR that leader l may also wait for (R13): Kafka 2.6
+\* Followers outside the ISR that leader l may also wait for (R13): Kafka 2.6.3
 \* counts a follower that caught up within replica.lag.time.max.ms, in the ISR
 \* or not, so that the HW does not outrun a follower that is catching up.  Time
 \* is abstracted: any follower l has heard from in its term may be one.
@@ -298,10 +298,17 @@ AdvanceHw(l, lg, newHw, is) ==
     /\ pending' = pending \ DoneProduces(l, lg, newHw)
     /\ acked' = acked \cup AckedProduces(l, lg, newHw, is)
 
-\* Log.truncateTo: drop the offsets from `to` on (a no-op when to >= LEO).
+\* Log.truncateTo: drop the offsets from `to` on.  When `to` is at or past the
+\* LEO no record goes, but Kafka 2.6.3 still truncates the epoch cache from the
+\* LEO (KAFKA-10706's fix, R4): an epoch this replica started as leader without
+\* writing a record in it goes.  Kafka 2.6.0 left the cache as it was (the
+\* seeded bug "kafka-10706"), so a follower could keep that epoch and never
+\* finish truncating after back-to-back elections.
 Truncate(r, to, cause) ==
     IF to >= LEO(r)
-    THEN UNCHANGED <<log, epochCache, hw, recoveryPoint, removed>>
+    THEN /\ epochCache' = IF "kafka-10706" \in Bugs THEN epochCache
+                          ELSE [epochCache EXCEPT ![r] = TruncateFromEnd(@, LEO(r))]
+         /\ UNCHANGED <<log, hw, recoveryPoint, removed>>
     ELSE /\ log' = [log EXCEPT ![r] = Prefix(@, to)]
          /\ epochCache' = [epochCache EXCEPT ![r] = TruncateFromEnd(@, to)]
          /\ hw' = [hw EXCEPT ![r] = Min2(@, to)]
@@ -858,12 +865,18 @@ ControllerDetectFailure(r) ==
     /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, historyVars, removed>>
 
-\* Election.leaderForPreferredReplica / an admin election: the controller makes
-\* l leader in a new epoch.  Clean: l is a live ISR member and the ISR stays;
-\* unclean (when enabled): any live replica, alone in the ISR.
+\* Election.leaderForPreferredReplica / an admin election (ElectLeaders): the
+\* controller makes l leader in a new epoch.  Clean: l is a live ISR member
+\* and the ISR stays.  Unclean (when enabled) only as Kafka 2.6.3 does it: for
+\* a partition whose leader is not live, when no ISR member is live either,
+\* the offline election picks the first live replica, alone in the ISR.  (The
+\* controller has then already tried that election when the leader died or a
+\* broker came back, so this adds a step only where those could not elect.)
 ControllerElectLeader(l) ==
     /\ l \in ctrlLive /\ ctrlEpoch < MaxEpoch
-    /\ l \in ctrlIsr \/ Election = "unclean"
+    /\ \/ l \in ctrlIsr
+       \/ /\ Election = "unclean" /\ ctrlLeader \notin ctrlLive
+          /\ ctrlIsr \cap ctrlLive = {} /\ l = Min(ctrlLive)
     /\ ctrlIsr' = IF l \in ctrlIsr THEN ctrlIsr ELSE {l}
     /\ ctrlLeader' = l
     /\ ctrlEpoch' = ctrlEpoch + 1
@@ -1176,6 +1189,16 @@ EpochCacheOrdered ==
         /\ epochCache[r][i].epoch < epochCache[r][i + 1].epoch
         /\ epochCache[r][i].startOffset <= epochCache[r][i + 1].startOffset
 
+\* The epoch cache describes the log (R2, R4): every record still in a log has
+\* the epoch of the last cache entry that starts at or below its offset.  A
+\* follower whose cache keeps an epoch its log has no record of (KAFKA-10706)
+\* breaks it.
+EpochCacheMatchesLog ==
+    \A r \in Replicas : \A o \in 0..(LEO(r) - 1) :
+        log[r][o + 1] # Deleted =>
+            LET at == {i \in DOMAIN epochCache[r] : epochCache[r][i].startOffset <= o}
+            IN  at # {} /\ epochCache[r][Max(at)].epoch = log[r][o + 1].epoch
+
 \* Leader epochs only grow: the controller's, and each running replica's.
 LeaderEpochsOnlyGrow ==
     [][/\ ctrlEpoch' >= ctrlEpoch
@@ -1196,6 +1219,12 @@ IsrJoinsCaughtUp ==
 
 \* No record has been committed and acknowledged with acks=-1 through the HW.
 NeverCommitted == \A rec \in acked : \A c \in committed : c[2] # rec
+
+\* No leader elected after the first holds a record acknowledged in epoch 0 (by
+\* the first leader): no acknowledged record has yet survived a leader change.
+NeverAckedOnNewLeader ==
+    \A l \in Replicas : InOffice(l) /\ l # FirstLeader =>
+        \A o \in DOMAIN log[l] : ~(log[l][o].epoch = 0 /\ log[l][o].record \in acked)
 
 \* No follower has truncated records after a leader change.
 NeverTruncatedAfterLeaderChange ==
@@ -1238,10 +1267,13 @@ Replicated ==
     /\ leader[ctrlLeader] = ctrlLeader /\ leaderEpoch[ctrlLeader] = ctrlEpoch
     /\ \A r \in Replicas : r \in alive /\ log[r] = log[ctrlLeader] /\ hw[r] = hw[ctrlLeader]
 
-\* The model's epoch bound, not Kafka, stops the controller: after a crash or a
-\* power loss, the failure and the restart may each need a new epoch. Runs
-\* without such a fault are never excused.
-OutOfEpochs == crashes + uncleanShutdowns > 0 /\ ctrlEpoch + 2 > MaxEpoch
+\* The model's epoch bound, not Kafka, stops the controller: a broker is down and
+\* its restart needs a leader epoch past MaxEpoch (for the failure the
+\* controller has not yet handled, or for the election the restart brings;
+\* noticing the failure needs no later epoch than the restart).  Only a run
+\* that ends with a restart blocked for good is excused: one in which the bound
+\* never blocks the controller, or blocks it only for a while, is not.
+OutOfEpochs == \E r \in Replicas \ alive : ~ENABLED Restart(r)
 
 \* Once the faults are over, replication catches up for good: every replica
 \* holds the leader's log and HW (R9, R10, R13), unless the model ran out of epochs.

@@ -23,7 +23,12 @@ from kreplica.conformance.bridge.checked_steps import (
     checked_violations,
     offset_violations,
 )
-from kreplica.conformance.bridge.invariants import INVARIANTS
+from kreplica.conformance.bridge.invariants import (
+    INVARIANTS,
+    epoch_cache_matches_log,
+    violations,
+)
+from kreplica.conformance.bridge.invariants import judged as judged_invariants
 from kreplica.conformance.bridge.schedule import (
     TP,
     failure_kind,
@@ -37,6 +42,7 @@ from kreplica.conformance.errors import TraceError
 from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
 from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.liveness import replay_saved
 from kreplica.conformance.fuzz.setup import CONFIG, DEFAULT_STEPS, DURABLE_MIN_ISR, FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
 from kreplica.conformance.tla.itf import read_trace
@@ -118,6 +124,87 @@ def test_after_a_power_loss_only_the_power_loss_invariants_count() -> None:
     after_power_loss = {**lost, "uncleanShutdowns": 1}
     assert checked_violations(after_power_loss, None) == []
     assert {*INVARIANTS, "LeaderEpochsOnlyGrow", "IsrJoinsCaughtUp"} > POWER_LOSS_INVARIANTS
+
+
+def cache_state(log: list[tuple[int, int]], cache: list[tuple[int, int]]) -> dict[str, Any]:
+    """One replica's log ((epoch, record) per offset, record 0 = deleted) and epoch cache
+    ((epoch, start offset) per entry), as the projection writes them."""
+    return {
+        "log": (tuple({"epoch": e, "record": r} for e, r in log),),
+        "epochCache": (tuple({"epoch": e, "startOffset": o} for e, o in cache),),
+    }
+
+
+@pytest.mark.parametrize(
+    ("log", "cache", "broken"),
+    [
+        ([(0, 1), (1, 2)], [(0, 0), (1, 1)], None),
+        ([(0, 1)], [(0, 0), (2, 1)], None),  # an epoch begun at the LEO, nothing in it yet
+        ([(0, 0), (1, 2)], [(1, 1)], None),  # offset 0 deleted (below the log start)
+        ([], [], None),
+        ([(0, 1), (1, 2)], [(0, 0)], "offset 1 has epoch 1, its epoch cache says 0"),
+        ([(0, 1), (0, 2)], [(0, 1)], "no entry at or below offset 0"),
+        ([(0, 1), (2, 2)], [(0, 0), (1, 1)], "offset 1 has epoch 2, its epoch cache says 1"),
+    ],
+)
+def test_epoch_cache_matches_log_holds_exactly_when_the_cache_describes_the_log(
+    log: list[tuple[int, int]], cache: list[tuple[int, int]], broken: str | None
+) -> None:
+    """EpochCacheMatchesLog: every record a replica still holds has the epoch of the last
+    cache entry at or below its offset, and there is one."""
+    reason = epoch_cache_matches_log(cache_state(log, cache))
+    assert reason is None if broken is None else broken in (reason or ""), reason
+
+
+KAFKA_10706_WIPE = (
+    Produce(TP, (1,), -1, 1),
+    Deliver(-1, 1, 0),
+    DoWork(2, 1),
+    Deliver(2, 1, 0),
+    Deliver(1, 2, 0),
+    Elect(TP, 2),
+    Deliver(0, 2, 0),
+    Produce(TP, (2,), -1, 1),
+    Deliver(-1, 1, 0),
+    Elect(TP, 1),
+    Deliver(0, 1, 0),
+    Deliver(0, 1, 0),
+    Deliver(0, 2, 0),
+    DoWork(2, 1),
+    Deliver(2, 1, 0),
+    Deliver(1, 2, 0),
+    DoWork(2, 1),
+    Deliver(2, 1, 0),
+    Deliver(1, 2, 0),
+)
+"""Found by `kreplica fuzz --bug kafka-10706 --seed 0` while EpochCacheMatchesLog was judged
+under the bug: broker 2 takes office at epoch 1 with nothing written (its cache (1, 1)), broker
+1 writes record 2 at offset 1 in epoch 0 and leads again at epoch 2; broker 2's truncation to
+its LEO ends at once (case e), and appending record 2 of epoch 0 after epoch 1 wipes its
+cache below (R2)."""
+
+
+@pytest.mark.parametrize("bugs", [[], ["kafka-10706"]])
+def test_epoch_cache_matches_log_is_not_judged_where_a_variant_breaks_it_by_design(
+    bugs: list[str],
+) -> None:
+    """Kafka 2.6.3 keeps the cache describing the log through the run; the seeded bug
+    kafka-10706 breaks EpochCacheMatchesLog by design, so its runs do not judge it (nor those
+    of truncation=kip101 or fencing=off: invariants.BROKEN_BY_DESIGN), and go on to the
+    livelock the bug is known for."""
+    variant = parse_variant([], bugs)
+    recorder = SpecRecorder(FuzzSetup(variant).schedule().cluster(), TP, {})
+    for step in KAFKA_10706_WIPE:
+        assert apply_checked(recorder, step) is None
+    broken = epoch_cache_matches_log(recorder.state)
+    assert (broken is not None) == bool(bugs), broken
+    judged = [name for name, _ in violations(recorder.state)]
+    assert judged == (["EpochCacheMatchesLog"] if bugs else [])
+    assert violations(recorder.state, variant=variant) == []
+    for word in ("truncation=kip101", "fencing=off"):
+        assert "EpochCacheMatchesLog" not in judged_invariants(parse_variant([word]))
+    assert "EpochCacheMatchesLog" in judged_invariants(parse_variant(["truncation=hw"]))
+    assert "EpochCacheMatchesLog" in POWER_LOSS_INVARIANTS
 
 
 def test_the_default_set_up_sees_a_broken_isr_guard_where_it_breaks() -> None:
@@ -351,6 +438,7 @@ DETECTED = {
     "no-leso-guard": (2, 400),
     "skip-same-leader-truncation": (15, 100),
     "hw-not-clamped": (0, 100),
+    "kafka-10706": (0, 100),
     "truncation=kip101": (0, 100),
     "truncation=hw": (4, 100),
     "election=unclean": (0, 100),
@@ -391,7 +479,8 @@ def test_the_fuzzer_finds_and_shrinks(target: Target) -> None:
     assert f is not None, f"{target.command(seed_value)}: not found in {most} runs"
     assert f.invariant in target.breaks, f.reason
     assert f.spec_actions <= 15, f"{f.spec_actions} spec actions"
-    again = replay(target.setup.schedule(f.steps))
+    saved = replace(target.setup.schedule(f.steps), violation=(f.invariant, f.reason))
+    again = replay_saved(saved)  # a liveness failure's with its settle phase
     assert again.violation == (f.invariant, f.reason)
 
 

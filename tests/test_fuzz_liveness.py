@@ -3,13 +3,14 @@ working fails the run; a campaign reports the spec actions it never took."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from cli_helpers import fuzz
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder
-from kreplica.conformance.bridge.schedule import TP
+from kreplica.conformance.bridge.checked_steps import ANSWERED, REPLICATED, SpecRecorder
+from kreplica.conformance.bridge.schedule import TP, minimize, replay
 from kreplica.conformance.fuzz.campaign import (
     FuzzResult,
     machine_for,
@@ -19,15 +20,13 @@ from kreplica.conformance.fuzz.campaign import (
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.liveness import (
-    ANSWERED,
-    REPLICATED,
     SETTLE_TICKS,
     SentProduce,
-    kafka_10706,
     progress_violation,
+    replay_saved,
+    settle,
 )
-from kreplica.conformance.fuzz.liveness import KAFKA_10706 as KAFKA_10706_NAME
-from kreplica.conformance.fuzz.machine import RunStats
+from kreplica.conformance.fuzz.machine import FuzzFailure, RunStats
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS
@@ -161,69 +160,61 @@ KAFKA_10706 = (
     Deliver(-1, 1),
     Elect(TP, 1),
 )
-"""Found by `kreplica fuzz --examples 2000 --steps 100 --seed 0` (run 1,219), minimised: three
-elections in a row; broker 2 takes office at epoch 2 writing nothing, then follows broker 1 at
-epoch 3, whose log has epoch 1 where broker 2's has epoch 2."""
+"""Found by `kreplica fuzz --examples 2000 --steps 100 --seed 0` (run 1,219), minimised, when
+the model was Kafka 2.6.0: three elections in a row; broker 2 takes office at epoch 2 writing
+nothing, then follows broker 1 at epoch 3, whose log has epoch 1 where broker 2's has epoch 2.
+The follower asks for the end of epoch 2, the leader answers epoch 1 ending at 2, and the
+follower truncates to its own LEO (R6 case d)."""
+
+KAFKA_10706_BUG = FuzzSetup(parse_variant([], ["kafka-10706"]))
+"""The seeded bug kafka-10706: truncation to the LEO leaves the epoch cache (Kafka 2.6.0)."""
 
 
-def test_settling_finds_kafka_10706_a_real_kafka_2_6_livelock() -> None:
-    """KAFKA-10706 (fixed in Kafka 2.8): the follower asks for the end of epoch 2, the leader
-    answers epoch 1 ending at 2, the follower truncates to its own LEO, which in 2.6 leaves its
-    epoch cache alone, and asks again forever. No invariant breaks; the settle phase never
-    ends."""
+def test_kafka_10706s_scenario_settles_replicated_on_kafka_2_6_3() -> None:
+    """Kafka 2.6.3 truncates the epoch cache at the LEO even when no record goes (R4): epoch 2
+    leaves broker 2's cache, it asks next for epoch 0, completes truncation and catches up."""
     machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
     for step in KAFKA_10706:
         machine._apply(step)
-    found = machine.settle()
-    assert found is not None and found[0] == REPLICATED
-    assert "still busy after" in found[1]
-    assert "LeaderHandleOffsetsForLeaderEpoch" in found[1]
-    assert machine.recorder.state["fetchState"][1] == "Truncating"
-    assert kafka_10706(machine.cluster, machine.recorder.state) == 2
+    assert machine.settle() is None
+    state = machine.recorder.state
+    assert state["fetchState"][1] == "Fetching"
+    assert state["log"][1] == state["log"][0]
+    assert [c["epoch"] for c in state["epochCache"][1]] == [0, 1]
 
 
-def test_a_run_that_settles_into_kafka_10706_is_counted_not_failed() -> None:
-    """The run ends in KAFKA-10706: the liveness check names it in the run's #meta and the
-    campaign counts it, but the run does not fail (it is Kafka 2.6's behaviour, which the
-    implementation keeps)."""
+def test_the_seeded_bug_kafka_10706_livelocks_and_fails_liveness() -> None:
+    """With Kafka 2.6.0's truncation the follower keeps epoch 2 and asks for its end again,
+    forever: no invariant breaks, the settle phase never ends, and the run fails."""
     stats = RunStats()
-    machine = machine_for(FuzzSetup(), stats, 0, 50)()
+    machine = machine_for(KAFKA_10706_BUG, stats, 0, 50)()
     for step in KAFKA_10706:
         machine._apply(step)
-    machine.teardown()  # raises FuzzFailure if the run failed
-    assert machine.known_livelock == KAFKA_10706_NAME
-    assert machine.corpus_trace().meta["known_livelock"] == "KAFKA-10706"
-    assert stats.known_livelocks == 1 and stats.failing_runs == 0
+    with pytest.raises(FuzzFailure) as failed:
+        machine.teardown()
+    invariant, reason = failed.value.violation
+    assert invariant == REPLICATED and "still busy after" in reason
+    assert "LeaderHandleOffsetsForLeaderEpoch" in reason
+    assert machine.recorder.state["fetchState"][1] == "Truncating"
+    assert [c["epoch"] for c in machine.recorder.state["epochCache"][1]] == [0, 2]
+    assert failed.value.settled_from == len(KAFKA_10706)
+    assert stats.failing_runs == 1
 
 
-def test_kafka_10706_names_only_its_own_livelock() -> None:
-    """kafka_10706 names no follower short of the livelock: not before the scenario's last
-    election (broker 2's epoch cache does not end with an epoch it wrote nothing in yet), nor
-    under truncation=kip101, whose truncation always completes and settles the scenario."""
-    machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
-    for step in KAFKA_10706[:-1]:
-        machine._apply(step)
-    assert kafka_10706(machine.cluster, machine.recorder.state) is None
-    kip101 = machine_for(FuzzSetup(parse_variant(["truncation=kip101"])), RunStats(), 0, 50)()
-    for step in KAFKA_10706:
-        kip101._apply(step)
-    assert kip101.settle() is None
-    assert kafka_10706(kip101.cluster, kip101.recorder.state) is None
-
-
-@pytest.mark.parametrize(
-    ("invariants", "said"),
-    [
-        (True, "every run settled or, 3 of them, into KAFKA-10706"),
-        (False, "; 3 runs settled into KAFKA-10706"),
-    ],
-)
-def test_the_summary_says_how_many_runs_settled_into_kafka_10706(
-    invariants: bool, said: str
-) -> None:
-    """A clean campaign's last line counts the runs that ended in KAFKA-10706, with or without
-    invariants."""
-    stats = RunStats(known_livelocks=3)
-    result = FuzzResult(FuzzSetup(invariants=invariants), 0, 10, 40, stats, 1.0)
-    last = summary_lines(result)[-1]
-    assert last.startswith("no invariant failed") and said in last, last
+def test_a_saved_liveness_failure_replays_with_its_settle_phase() -> None:
+    """A liveness failure is saved up to its settle phase: replayed as saved
+    (`replay_saved`), the settle phase runs again after its steps and fails the same way;
+    the steps alone show nothing, and minimising keeps the failure."""
+    found = ("EventuallyReplicated", "")
+    schedule = replace(KAFKA_10706_BUG.schedule(KAFKA_10706), violation=found)
+    again = replay_saved(schedule)
+    assert again.violation is not None and again.violation[0] == REPLICATED
+    assert again.steps_applied == len(KAFKA_10706)
+    assert len(again.trace.states) - 1 < len(KAFKA_10706)  # the settle phase is not in it
+    assert replay(schedule).violation is None
+    saved = replace(schedule, violation=again.violation)
+    assert replay_saved(saved).violation == again.violation
+    shrunk = minimize(saved, settle=settle)
+    assert shrunk.violation == again.violation and len(shrunk.steps) <= len(KAFKA_10706)
+    fixed = replace(saved, variant=FuzzSetup().variant)
+    assert replay_saved(fixed).violation is None  # Kafka 2.6.3 settles it

@@ -208,7 +208,7 @@ def test_the_shipped_equivalent_file_reads(tmp_path: Path) -> None:
         (["--variants", "truncation=hw,election=bogus"], "--variants election=bogus"),
         (["--sample", "1", "--variants", "", "--out", "{tmp}/default-size"], "other settings"),
         (["--mutant", "log.py:1:0:nope"], "--mutant log.py:1:0:nope"),
-        (["--mutant", "log.py:279:11:cmp-gt-ge", "--out", "{tmp}/default-size"], "other settings"),
+        (["--mutant", "log.py:289:11:cmp-gt-ge", "--out", "{tmp}/default-size"], "other settings"),
     ],
     ids=[
         "sample-0",

@@ -62,6 +62,7 @@ EXPECTED = {
     "truncation_point": sum(caches(TE, leo) * (leo + 1) for leo in range(TN + 1))
     * (TE + 2)
     * (TN + 2),
+    "log_truncation": sum(caches(E, leo) for leo in range(N + 1)) * (N + 1),
     "become_follower_truncation": count(
         range(4), range(-1, E), range(2), range(E + 1), where=lambda _o, old, _n, new: new > old
     ),

@@ -1,6 +1,7 @@
 """Re-record the traces of traces/regressions/ from their schedules, after the spec's variables
-or the recorder change: each schedule's impl steps are run again exactly, and must still show
-the violation it recorded; its trace is written anew beside it, keeping the old trace's #meta.
+or the recorder change: each schedule's impl steps are run again exactly (a liveness failure's
+with the settle phase after them, `liveness.replay_saved`), and must still show the violation
+it recorded; its trace is written anew beside it, keeping the old trace's #meta.
 
 Usage: .venv/bin/python traces/record_regressions.py [NAME ...]
 """
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from kreplica.conformance.bridge.schedule import read_schedule, replay
+from kreplica.conformance.bridge.schedule import read_schedule
 from kreplica.conformance.errors import KreplicaError, run_command
+from kreplica.conformance.fuzz.liveness import replay_saved
 from kreplica.conformance.tla.itf import dumps_trace, read_trace
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
@@ -23,7 +25,7 @@ def record(schedule_path: Path) -> str:
     trace_path = schedule_path.with_name(schedule_path.name.replace(".schedule.json", ".itf.json"))
     old = read_trace(trace_path)
     schedule = read_schedule(schedule_path)
-    again = replay(schedule, meta=old.meta)
+    again = replay_saved(schedule, meta=old.meta)
     if again.violation != schedule.violation:
         raise KreplicaError(f"{schedule_path.name}: shows {again.violation}, not the recorded one")
     old_actions = [(s.action, s.args) for s in old.states]

@@ -43,8 +43,8 @@ class Curve:
     runs: int
     found: str | None = None
     """What stopped the campaign early: a requirement the correct protocol broke, or None
-    (Kafka 2.6.0's truncation livelock KAFKA-10706 stopped campaigns until 2026-11-27; it is
-    now counted, not failed: docs/fuzzing.md)."""
+    (Kafka 2.6.0's truncation livelock KAFKA-10706 stopped campaigns before the model took
+    2.6.3's fix; it is now the seeded bug `kafka-10706`: docs/fuzzing.md)."""
 
     @property
     def final(self) -> int:

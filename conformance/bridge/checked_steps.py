@@ -58,6 +58,7 @@ from kreplica.impl.steps import (
     ShrinkIsr,
     Step,
 )
+from kreplica.impl.variants import Variant
 
 Violation = tuple[str, str]
 """(invariant name, reason)."""
@@ -68,6 +69,7 @@ POWER_LOSS_INVARIANTS = frozenset(
         "LogMatching",
         "FollowersMatchLeader",
         "EpochCacheOrdered",
+        "EpochCacheMatchesLog",
         "LeaderEpochsOnlyGrow",
         "IsrJoinsCaughtUp",
     }
@@ -85,9 +87,21 @@ that action, changed nothing (`effect_violations`)."""
 IMPLEMENTATION_ERROR = "ImplementationError"
 """The name a failure gets when a step raised an exception instead of breaking an invariant."""
 
+REPLICATED = "EventuallyReplicated"
+ANSWERED = "EventuallyAnswered"
+LIVENESS = frozenset({REPLICATED, ANSWERED})
+"""The names of the failures of a run's settle phase (`fuzz.liveness`): once the faults are
+over, replication did not catch up, or a produce got no answer. No single step shows them, so
+a schedule that records one is replayed with the settle phase after its steps
+(`schedule.replay`'s `settle`)."""
 
-def checked_violations(state: State, before: State | None) -> list[Violation]:
-    """The violations that count in `state` (reached from `before`). THE rule:
+
+def checked_violations(
+    state: State, before: State | None, variant: Variant | None = None
+) -> list[Violation]:
+    """The violations that count in `state` (reached from `before`, in a run of `variant`:
+    an invariant the variant breaks by design is not judged, `invariants.BROKEN_BY_DESIGN`).
+    THE rule:
 
     Kafka 2.6 acknowledges a write without an fsync, so a power loss (an unclean shutdown) may
     legitimately lose acknowledged and committed records (KIP-966 addresses it). So once a run
@@ -97,7 +111,7 @@ def checked_violations(state: State, before: State | None) -> list[Violation]:
     survives), every invariant counts: such a state is one of the spec's crash-only model,
     where all of them are proved.
     """
-    found = violations(state, before)
+    found = violations(state, before, variant)
     if state["uncleanShutdowns"] == 0:
         return found
     return [(name, reason) for name, reason in found if name in POWER_LOSS_INVARIANTS]
@@ -334,7 +348,8 @@ def _event_violations(
     """The invariants after each spec action the step performed (`checked_violations`), no
     idle fetcher after a LeaderAndIsr, and the HW a leader computes (`_hw_violations`)."""
     for event in events:
-        found = checked_violations(event.state, before) if invariants else []
+        variant = recorder.cluster.variant
+        found = checked_violations(event.state, before, variant) if invariants else []
         if event.action == "LeaderHandleAlterPartitionResponse":  # judged when proposed
             found = [v for v in found if v[0] != "IsrJoinsCaughtUp"]
         if event.action == "BecomeLeaderOrFollower":

@@ -7,9 +7,12 @@ returns None when it holds, or a one-line reason when it does not. `LeaderEpochs
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from kreplica.impl.variants import Variant
 
 State = dict[str, Any]
 Check = Callable[[State], str | None]
@@ -152,6 +155,26 @@ def epoch_cache_ordered(s: State) -> str | None:
     return None
 
 
+def epoch_cache_matches_log(s: State) -> str | None:
+    """Every record a replica still holds (not deleted below its log start) has the epoch of
+    the last epoch-cache entry that starts at or below its offset, and there is one: the cache
+    describes the log (R2, R4, R5; what KAFKA-10706's fix keeps true)."""
+    for r in _replicas(s):
+        cache = s["epochCache"][r - 1]
+        for o, entry in enumerate(s["log"][r - 1]):
+            if entry["record"] == DELETED_RECORD:
+                continue
+            at = [c["epoch"] for c in cache if c["startOffset"] <= o]
+            if not at:
+                return f"replica {r}'s epoch cache has no entry at or below offset {o}"
+            if at[-1] != entry["epoch"]:
+                return (
+                    f"replica {r}: offset {o} has epoch {entry['epoch']}, its epoch cache says "
+                    f"{at[-1]}"
+                )
+    return None
+
+
 def leader_epochs_only_grow(before: State, after: State) -> str | None:
     """The controller's epoch and each running replica's epoch never fall (an action property)."""
     if after["ctrlEpoch"] < before["ctrlEpoch"]:
@@ -207,12 +230,39 @@ INVARIANTS: dict[str, Check] = {
     "LogMatching": log_matching,
     "FollowersMatchLeader": followers_match_leader,
     "EpochCacheOrdered": epoch_cache_ordered,
+    "EpochCacheMatchesLog": epoch_cache_matches_log,
 }
 
 
-def violations(s: State, before: State | None = None) -> list[tuple[str, str]]:
-    """(invariant, reason) for every property that the state (or step) breaks."""
-    found = [(name, reason) for name, check in INVARIANTS.items() if (reason := check(s))]
+BROKEN_BY_DESIGN: dict[str, frozenset[str]] = {
+    "EpochCacheMatchesLog": frozenset({"truncation=kip101", "fencing=off", "bug=kafka-10706"}),
+}
+"""The invariants that variants break by design, with those variants' words as
+`Variant.label` writes them: such an invariant is not judged in their states (the spec's
+configs of those variants leave it out). EpochCacheMatchesLog: a follower that appends its
+leader's records of an older epoch after an entry of a newer one loses every entry of that
+older epoch or later (LeaderEpochFileCache.assign drops them, R2), so its cache no longer
+describes the records below. It keeps such an entry with records its leader does not have
+(KIP-101's truncation; a zombie leader's FETCH without KIP-320's fencing), or, under the
+seeded bug kafka-10706, an epoch it began as leader and wrote nothing in."""
+
+
+@functools.cache
+def judged(variant: Variant | None) -> Mapping[str, Check]:
+    """The invariants judged in the states of `variant` (None: every one)."""
+    if variant is None:
+        return INVARIANTS
+    words = set(variant.label().split(","))
+    return {n: c for n, c in INVARIANTS.items() if not words & BROKEN_BY_DESIGN.get(n, set())}
+
+
+def violations(
+    s: State, before: State | None = None, variant: Variant | None = None
+) -> list[tuple[str, str]]:
+    """(invariant, reason) for every property that the state (or step) breaks; in a state of
+    `variant`, only those it does not break by design (`BROKEN_BY_DESIGN`)."""
+    checks = judged(variant)
+    found = [(name, reason) for name, check in checks.items() if (reason := check(s))]
     if before is not None and (reason := leader_epochs_only_grow(before, s)):
         found.append(("LeaderEpochsOnlyGrow", reason))
     if before is not None and (reason := isr_joins_caught_up(before, s)):

@@ -487,7 +487,7 @@ def replay(trace: ItfTrace, setup: Setup) -> ReplayResult:
         result = _replay_step(replayer, index, state, before)
         if result is not None:
             return result
-    found = violations(replayer.recorder.state) + replayer.wrong_answers
+    found = violations(replayer.recorder.state, variant=setup.variant) + replayer.wrong_answers
     return ReplayResult(len(trace.states) - 1, True, violations=found)
 
 

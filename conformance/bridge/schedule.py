@@ -5,7 +5,9 @@ what a replay needs: the variant, the number of replicas, the broker config and 
 the run shows (see `Schedule`).
 
 `replay` runs a schedule on a fresh cluster with the fuzzer's checks; `minimize` deletes the
-steps a violation does not need, replaying each candidate.
+steps a violation does not need, replaying each candidate. A schedule that records a liveness
+failure (`LIVENESS`) holds the run up to its settle phase, which both run again after its
+steps when given the fuzzer's (`Settle`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from kreplica.conformance.bridge.checked_steps import (
     IMPLEMENTATION_ERROR,
+    LIVENESS,
     SpecRecorder,
     Violation,
     apply_checked,
@@ -174,10 +177,43 @@ class Replay:
     violation: Violation | None
     steps_applied: int
     trace: ItfTrace
+    """The trace of the schedule's steps (a settle phase after them, `Settle`, is not in it)."""
 
 
 Allowed = Callable[[Cluster, State, Step | None, Step], bool]
 """Whether a step may follow `previous` in the current state (e.g. the fuzzer's rules)."""
+
+Settle = Callable[[SpecRecorder, Callable[[Step], None]], Violation | None]
+"""What follows a schedule's steps when it records a liveness failure (`LIVENESS`): the
+fuzzer's settle phase (`fuzz.liveness.settle`), which takes its steps through the function it
+is given (each checked as the schedule's were) and returns the liveness requirement the
+settled cluster breaks, or None. Such a schedule holds the run up to its settle phase: the
+phase is deterministic, so it replays, and it is the check, not part of the run."""
+
+
+class _Stopped(Exception):
+    """A step of the settle phase broke an invariant or a rule: the phase stops there."""
+
+    def __init__(self, violation: Violation) -> None:
+        super().__init__(violation)
+        self.violation = violation
+
+
+def _settled(
+    recorder: SpecRecorder, settle: Settle, invariants: bool, rules: bool | None
+) -> Violation | None:
+    """Run the settle phase on the recorder's cluster: the first violation of one of its
+    steps, else the liveness requirement it reports broken, else None."""
+
+    def apply(step: Step) -> None:
+        found = apply_checked(recorder, step, invariants, rules)
+        if found is not None:
+            raise _Stopped(found)
+
+    try:
+        return settle(recorder, apply)
+    except _Stopped as stopped:
+        return stopped.violation
 
 
 def replay(
@@ -186,12 +222,14 @@ def replay(
     allowed: Allowed | None = None,
     invariants: bool = True,
     rules: bool | None = None,
+    settle: Settle | None = None,
 ) -> Replay:
     """Run the schedule's steps on a fresh cluster, checking as the fuzzer does (with
     `invariants` False, as `fuzz --no-invariants` does: exceptions only, unless `rules`, as
     `fuzz --rules-only` does: Kafka's rules but not the spec's invariants); stop at the first
     violation. A step that cannot be applied is reported as an ImplementationError; at a step
-    that is not `allowed`, the replay stops without a violation."""
+    that is not `allowed`, the replay stops without a violation. With `settle`, the settle
+    phase follows the last step (`Settle`), and what it finds is the replay's violation."""
     recorder = SpecRecorder(schedule.cluster(), TP, dict(meta or {}))
     previous: Step | None = None
     for n, step in enumerate(schedule.steps, start=1):
@@ -201,15 +239,18 @@ def replay(
         found = apply_checked(recorder, step, invariants, rules)
         if found is not None:
             return Replay(found, n, recorder.trace())
-    return Replay(None, len(schedule.steps), recorder.trace())
+    trace = recorder.trace()
+    found = None if settle is None else _settled(recorder, settle, invariants, rules)
+    return Replay(found, len(schedule.steps), trace)
 
 
 def failure_kind(violation: Violation) -> tuple[str, str]:
     """What a shrunk run must still show: the invariant, and for an exception its type and
     message (an AttributeError must not shrink into an IndexError of a step left without its
-    cause, nor a list's IndexError into a deque's)."""
+    cause, nor a list's IndexError into a deque's), for a liveness failure its reason (a
+    livelock must not shrink into a partition left without a leader)."""
     name, reason = violation
-    return name, reason if name == IMPLEMENTATION_ERROR else ""
+    return name, reason if name == IMPLEMENTATION_ERROR or name in LIVENESS else ""
 
 
 def _still_fails(
@@ -219,13 +260,16 @@ def _still_fails(
     allowed: Allowed | None,
     invariants: bool,
     rules: bool | None = None,
+    settle: Settle | None = None,
 ) -> list[Step] | None:
     """The steps of `steps` that still fail the same way (`failure_kind`), up to the
     violation (None: they do not). With `allowed`, a step that is no longer allowed is left
     out (a message whose request was deleted, a restart of a broker that no longer crashed),
-    so that a step is deleted together with the steps that depend on it."""
+    so that a step is deleted together with the steps that depend on it. With `settle`, the
+    settle phase follows the steps (`Settle`)."""
     if allowed is None:
-        result = replay(replace(schedule, steps=tuple(steps)), invariants=invariants, rules=rules)
+        candidate = replace(schedule, steps=tuple(steps))
+        result = replay(candidate, invariants=invariants, rules=rules, settle=settle)
         if result.violation is None or failure_kind(result.violation) != kind:
             return None
         return steps[: result.steps_applied]
@@ -239,7 +283,8 @@ def _still_fails(
         found = apply_checked(recorder, step, invariants, rules)
         if found is not None:
             return kept if failure_kind(found) == kind else None
-    return None
+    found = None if settle is None else _settled(recorder, settle, invariants, rules)
+    return kept if found is not None and failure_kind(found) == kind else None
 
 
 MINIMIZE_CHUNKS = (16, 8, 4, 2, 1)
@@ -252,12 +297,13 @@ def minimize(
     max_replays: int = 2_000,
     invariants: bool = True,
     rules: bool | None = None,
+    settle: Settle | None = None,
 ) -> Schedule:
     """Delete steps while the run still fails the same way and every step stays `allowed`:
     runs of consecutive steps, largest first, with the steps that depend on them (a greedy
     delta debugging), round after round until a round deletes nothing. Each try is a
-    replay (checking `invariants` and `rules` as `replay` does); at most
-    `max_replays` of them."""
+    replay (checking `invariants` and `rules`, and settling with `settle`, as `replay`
+    does); at most `max_replays` of them."""
     if schedule.violation is None:
         return schedule
     kind, steps, tries = failure_kind(schedule.violation), list(schedule.steps), 0
@@ -269,10 +315,12 @@ def minimize(
             while i < len(steps) and tries < max_replays:
                 tries += 1
                 candidate = steps[:i] + steps[i + size :]
-                kept = _still_fails(schedule, candidate, kind, allowed, invariants, rules)
+                kept = _still_fails(schedule, candidate, kind, allowed, invariants, rules, settle)
                 if kept is not None and len(kept) < len(steps):
                     steps, progress = kept, True
                 else:
                     i += 1
-    final = replay(replace(schedule, steps=tuple(steps)), invariants=invariants, rules=rules)
+    final = replay(
+        replace(schedule, steps=tuple(steps)), invariants=invariants, rules=rules, settle=settle
+    )
     return replace(schedule, steps=tuple(steps), violation=final.violation)

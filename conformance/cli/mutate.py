@@ -34,7 +34,7 @@ Examples:
   kreplica mutate                         80 mutants, seed 1 (make mutation)
   kreplica mutate --seed 2 --jobs 2 --markdown build/mutation/seed-2.md
   kreplica mutate --sample 5 --out build/mutation/try
-  kreplica mutate --mutant log.py:279:11:cmp-gt-ge   one mutant, by its id
+  kreplica mutate --mutant log.py:289:11:cmp-gt-ge   one mutant, by its id
 
 \b
 Each sampled mutant (one small edit of impl/log.py, partition.py, ...: see
@@ -122,7 +122,7 @@ def _lock(folder: Path) -> int:
               default=EQUIVALENT_FILE, show_default=False,
               help="TOML file of equivalent mutants (default: the shipped one).")  # fmt: skip
 @click.option("--mutant", "mutant_ids", multiple=True, metavar="ID",
-              help="Run this mutant (an id such as log.py:279:11:cmp-gt-ge; repeatable) "
+              help="Run this mutant (an id such as log.py:289:11:cmp-gt-ge; repeatable) "
               "in place of a sample.")  # fmt: skip
 def mutate_command(
     size: int,

@@ -25,9 +25,9 @@ from kreplica.conformance.bridge.schedule import (
     schedule_from_json,
     variant_from_json,
 )
-from kreplica.conformance.bridge.schedule import replay as replay_steps
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
+from kreplica.conformance.fuzz.liveness import replay_saved
 from kreplica.conformance.tla.itf import (
     ItfTrace,
     corpus_line,
@@ -216,11 +216,11 @@ def _numbered(
 
 
 def replay_schedule(schedule: Schedule, name: str, console: Console) -> int:
-    """Run a saved schedule exactly, with the checks its campaign made; 0 if it shows the
-    violation it recorded."""
+    """Run a saved schedule exactly, with the checks its campaign made (a liveness failure's
+    with the settle phase after its steps); 0 if it shows the violation it recorded."""
     invariants, rules = recorded_checks(schedule, name)
     try:
-        result = replay_steps(schedule, invariants=invariants, rules=rules)
+        result = replay_saved(schedule, invariants=invariants, rules=rules)
     except SimulationError as exc:
         console.print(f"{name}: cannot be replayed: {exc}", soft_wrap=True)
         return EXIT_CANNOT_REPLAY
@@ -251,8 +251,9 @@ def replay_command(
     TRACE is an ITF file (a counterexample of `kreplica check`, a golden trace of traces/, a
     fuzz trace), a JSON-lines corpus (every line is replayed, one verdict line each, then a
     summary), one line of it as `PATH:LINE` (the ids `kreplica conform` prints), or a
-    `*.schedule.json` that `kreplica fuzz` saved (its impl steps are run exactly and the
-    violation compared with the recorded one). Replicas and broker config come from the
+    `*.schedule.json` that `kreplica fuzz` saved (its impl steps are run exactly, a liveness
+    failure's with the settle phase after them, and the violation compared with the recorded
+    one). Replicas and broker config come from the
     trace's config or its recorded #meta; the variant too, unless --variant/--bug is given.
     """
     console = make_console()

@@ -14,6 +14,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from kreplica.conformance.bridge.checked_steps import LIVENESS
 from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS
 from kreplica.conformance.bridge.schedule import (
     Schedule,
@@ -27,7 +28,7 @@ from kreplica.conformance.fuzz.choices import (
     fuzzer_may_take,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.liveness import LIVENESS
+from kreplica.conformance.fuzz.liveness import settle
 from kreplica.conformance.fuzz.machine import Failure, FuzzFailure, ReplicationMachine, RunStats
 from kreplica.conformance.fuzz.reproducible import local_constants_off
 from kreplica.conformance.fuzz.setup import (
@@ -133,15 +134,15 @@ def run_fuzz(
 
 def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
     """The failing run Hypothesis reported, minimised, with its trace. A liveness failure is
-    kept as Hypothesis shrank it: a replay checks invariants only, so `minimize` could not
-    tell that it still fails."""
-    schedule = replace(setup.schedule(err.steps, err.config), violation=err.violation)
-    if err.violation[0] in LIVENESS:
-        trace = replay(schedule, invariants=setup.invariants, rules=setup.checks_rules).trace
-        return Failure(*err.violation, err.steps, trace, len(err.steps), err.config)
+    kept up to its settle phase, which every replay of it runs again (`liveness.settle`):
+    its steps and trace are the run's before the settle phase."""
     checks, rules = setup.invariants, setup.checks_rules
-    schedule = minimize(schedule, fuzzer_may_take, invariants=checks, rules=rules)
-    result = replay(schedule, invariants=checks, rules=rules)
+    steps, settling = err.steps, None
+    if err.violation[0] in LIVENESS and err.settled_from is not None:
+        steps, settling = err.steps[: err.settled_from], settle
+    schedule = replace(setup.schedule(steps, err.config), violation=err.violation)
+    schedule = minimize(schedule, fuzzer_may_take, invariants=checks, rules=rules, settle=settling)
+    result = replay(schedule, invariants=checks, rules=rules, settle=settling)
     violation = result.violation or err.violation
     steps = schedule.steps[: result.steps_applied]
     return Failure(violation[0], violation[1], steps, result.trace, len(err.steps), err.config)
@@ -239,12 +240,6 @@ def summary_lines(result: FuzzResult, paths: Sequence[Path] = ()) -> list[str]:
     if f is None:
         limit = f" (time limit of {s.time_limit:g} s)" if s.timed_out and s.time_limit else ""
         settled = ", every run settled" if result.setup.invariants else ""
-        if s.known_livelocks:
-            how = " or, {:,} of them," if result.setup.invariants else "; {:,} runs settled"
-            settled += how.format(s.known_livelocks) + (
-                " into KAFKA-10706 (Kafka 2.6's truncation livelock, not counted as a failure: "
-                "docs/fuzzing.md)"
-            )
         return [*lines, f"no invariant failed{settled}{limit}"]
     lines += [
         f"violation {f.invariant}: {f.reason}",

@@ -3,14 +3,15 @@
 The invariants judge every state of a run, but a run in which nothing happens breaks none:
 followers stuck in Truncating forever, or a controller that refuses every election, produce
 traces that conform and keep every invariant. So each fuzz run ends with a settle phase
-(`next_settling_step`, driven by `ReplicationMachine.settle`): no more faults; every network
-partition heals, every dead broker restarts, messages are delivered in order, fetchers run,
-leaders shrink ISRs of followers that cannot catch up, the controller re-elects when brokers
-missed its decision, and time passes (backoffs end, followers lag, delayed produces expire),
-all within bounds. Every settling step is a step a fuzzer rule could take (`choices.CHOICES`,
-`setup.TICK_MS`), recorded like the others, so the trace still conforms to the spec.
+(`settle`): no more faults; every network partition heals, every dead broker restarts,
+messages are delivered in order, fetchers run, leaders shrink ISRs of followers that cannot
+catch up, the controller re-elects when brokers missed its decision, and time passes (backoffs
+end, followers lag, delayed produces expire), all within bounds. Every settling step is a step
+a fuzzer rule could take (`choices.CHOICES`, `setup.TICK_MS`), recorded like the others, so
+the trace still conforms to the spec.
 
-Then `progress_violation` requires (the names are those of a failure, like an invariant's):
+Then `progress_violation` requires (the names are those of a failure, like an invariant's,
+`checked_steps.LIVENESS`):
 - `EventuallyReplicated`: the controller has a leader, which knows it leads at the
   controller's epoch, and every other replica has caught up with it: the leader's log and HW,
   its LEO known to the leader (whether or not it is back in the ISR yet: a follower in step
@@ -18,29 +19,34 @@ Then `progress_violation` requires (the names are those of a failure, like an in
 - `EventuallyAnswered`: every acks=-1 produce delivered to a broker that has not crashed since
   got an answer, an ack or an error (R12, R17).
 
-One livelock is Kafka 2.6's own, and the implementation keeps it as the release it models
-does: KAFKA-10706 (`kafka_10706`). A run that settles into it is counted apart, not failed.
+The settle phase depends only on the run so far (the cluster and its recorded events), so a
+failing run is saved up to its settle phase, and its schedule replays with the phase run again
+after its steps (`replay_saved`). A run that does not settle fails, whatever the reason:
+Kafka 2.6.0's truncation livelock, KAFKA-10706, is no exception, as Kafka 2.6.3, the release
+modelled, has its fix; the seeded bug `kafka-10706` brings it back, and this is the check that
+finds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kreplica.conformance.bridge.checked_steps import Violation
+from kreplica.conformance.bridge.checked_steps import (
+    ANSWERED,
+    LIVENESS,
+    REPLICATED,
+    SpecRecorder,
+    Violation,
+)
 from kreplica.conformance.bridge.invariants import logs_agree
-from kreplica.conformance.bridge.projection import CLIENT, UNDEFINED, State
-from kreplica.conformance.bridge.schedule import TP
+from kreplica.conformance.bridge.projection import CLIENT, State
+from kreplica.conformance.bridge.schedule import TP, Replay, Schedule, replay
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.impl.cluster import Cluster
-from kreplica.impl.messages import ProduceResponse
-from kreplica.impl.steps import Elect, Step
-
-REPLICATED = "EventuallyReplicated"
-ANSWERED = "EventuallyAnswered"
-LIVENESS = frozenset({REPLICATED, ANSWERED})
-"""The names of the settle phase's failures."""
+from kreplica.impl.messages import ProduceRequest, ProduceResponse
+from kreplica.impl.steps import Elect, Step, Tick
 
 SETTLE_KINDS = ("heal", "halt_on_log_dir_failure", "restart", "deliver", "shrink_isr", "fetch")
 """The rules the settle phase takes, in order of precedence: faults end first."""
@@ -60,54 +66,6 @@ LOOP_EVENTS = 12
 
 IDLE_LIMIT = 8
 """Steps in a row that record no spec action after which the cluster counts as quiet."""
-
-
-KAFKA_10706 = "KAFKA-10706"
-"""The name of Kafka 2.6's truncation livelock (`kafka_10706`), in summaries and trace #meta."""
-
-
-def _end_offset_for(cache: Sequence[Any], requested: int, leo: int) -> tuple[int, int]:
-    """The spec's EndOffsetFor (Kafka 2.6's LeaderEpochFileCache.endOffsetFor, R6): the epoch
-    at most `requested` and where it ends, in an epoch cache of a log ending at `leo`."""
-    if requested == UNDEFINED or not cache:
-        return UNDEFINED, UNDEFINED
-    if requested == cache[-1]["epoch"]:
-        return requested, leo
-    higher = [e for e in cache if e["epoch"] > requested]
-    at_most = [e for e in cache if e["epoch"] <= requested]
-    if not higher:
-        return UNDEFINED, UNDEFINED
-    if not at_most:
-        return requested, cache[0]["startOffset"]
-    return at_most[-1]["epoch"], higher[0]["startOffset"]
-
-
-def kafka_10706(c: Cluster, s: State) -> int | None:
-    """A follower caught in KAFKA-10706, Kafka 2.6's truncation livelock (apache/kafka#9633,
-    fixed after 2.6.0), or None: its leader leads at its epoch, and it truncates, on an answer
-    for an epoch it does not know (R6 case d), to its own LEO, where its epoch cache ends with
-    an epoch it wrote nothing in (it led, briefly); 2.6's Log.truncateTo returns early at the
-    LEO and leaves the cache alone, so the follower asks for that epoch again, and again."""
-    if c.variant.truncation != "kip279":
-        return None
-    for f in sorted(s["alive"]):
-        leader, cache, leo = s["leader"][f - 1], s["epochCache"][f - 1], len(s["log"][f - 1])
-        if s["fetchState"][f - 1] != "Truncating" or leader not in s["alive"]:
-            continue
-        if (
-            s["leader"][leader - 1] != leader
-            or s["leaderEpoch"][leader - 1] != s["leaderEpoch"][f - 1]
-        ):
-            continue  # its leader would answer with an error, not from its epoch cache
-        if not cache or cache[-1]["startOffset"] != leo:
-            continue
-        answer = _end_offset_for(
-            s["epochCache"][leader - 1], cache[-1]["epoch"], len(s["log"][leader - 1])
-        )
-        mine = _end_offset_for(cache, answer[0], leo)
-        if UNDEFINED not in (*answer, mine[1]) and mine[0] != answer[0] and mine[1] >= leo:
-            return int(f)
-    return None
 
 
 @dataclass(frozen=True)
@@ -142,6 +100,85 @@ def stale_election(c: Cluster, s: State) -> Elect | None:
     if leader is not None and leader in candidates:
         return Elect(TP, leader)
     return Elect(TP, candidates[0]) if candidates else None
+
+
+def settle(recorder: SpecRecorder, apply: Callable[[Step], None]) -> Violation | None:
+    """The settle phase on the recorder's cluster, each step taken through `apply` (which
+    records and checks it, and raises to stop the phase): the steps that end the faults and
+    let replication catch up, the first enabled in SETTLE_KINDS' order; when the cluster is
+    quiet (or IDLE_LIMIT steps in a row recorded no spec action) and not settled yet, an
+    election if a broker missed the controller's decision, else a clock advance; within
+    bounds. The liveness requirement the settled cluster breaks (None: it keeps them). It
+    depends only on the run so far, so a replay settles the same way (`schedule.Settle`)."""
+    c = recorder.cluster
+    advances: list[Step] = []
+    idle = 0
+    for _ in range(SETTLE_MAX_STEPS):
+        step = next_settling_step(c, recorder.state)
+        if step is None or idle >= IDLE_LIMIT:
+            idle, step = 0, _unstick(recorder, advances)
+            if step is None:
+                return progress_violation(c, recorder.state, sent_produces(recorder))
+            advances.append(step)
+        recorded = len(recorder.events)
+        apply(step)
+        idle = idle + 1 if len(recorder.events) == recorded else 0
+    last = sorted({e.action for e in recorder.events[-LOOP_EVENTS:]})
+    return REPLICATED, (
+        f"still busy after {SETTLE_MAX_STEPS} settling steps, the last ones: {', '.join(last)}"
+    )
+
+
+def _unstick(recorder: SpecRecorder, advances: list[Step]) -> Step | None:
+    """A quiet cluster that has not settled yet (`advances`: the elections and clock
+    advances of this settle phase so far): an election if a broker missed the controller's
+    decision, else the next clock advance (None: settled, or out of both)."""
+    c, state = recorder.cluster, recorder.state
+    if progress_violation(c, state, sent_produces(recorder)) is None:
+        return None
+    ticks = sum(isinstance(step, Tick) for step in advances)
+    election = stale_election(c, state)
+    if election is not None and len(advances) - ticks < SETTLE_ELECTIONS:
+        return election
+    return Tick(SETTLE_TICKS[ticks]) if ticks < len(SETTLE_TICKS) else None
+
+
+def sent_produces(recorder: SpecRecorder) -> list[SentProduce]:
+    """The acks=-1 produces of the run that a broker took (the spec's Produce) and that the
+    client still waits on, each with the broker's incarnation when it took it."""
+    waiting: dict[tuple[int, int], int] = {}
+    for correlation_id, sent in recorder.cluster.client.pending.items():
+        request = sent.request
+        if isinstance(request, ProduceRequest) and request.acks == -1:
+            for part in request.partitions:
+                if part.tp == TP:
+                    for record in part.record_ids:
+                        waiting[(sent.broker, record)] = correlation_id
+    out = []
+    for event in recorder.events:
+        if event.action != "Produce" or event.args["acks"] != -1:
+            continue
+        broker, record = int(event.args["replica"]), int(event.args["record"])
+        waited = waiting.get((broker, record))
+        if waited is not None:
+            incarnation = event.state["incarnation"][broker - 1]
+            out.append(SentProduce(waited, broker, incarnation, record))
+    return out
+
+
+def replay_saved(
+    schedule: Schedule,
+    meta: Mapping[str, Any] | None = None,
+    invariants: bool = True,
+    rules: bool | None = None,
+) -> Replay:
+    """Replay a saved failure's schedule as the fuzzer ran it (`schedule.replay`): one that
+    records a liveness failure holds the run up to its settle phase, which runs again after
+    its steps (`settle`)."""
+    settling = schedule.violation is not None and schedule.violation[0] in LIVENESS
+    return replay(
+        schedule, meta, invariants=invariants, rules=rules, settle=settle if settling else None
+    )
 
 
 def progress_violation(c: Cluster, s: State, sent: list[SentProduce]) -> Violation | None:

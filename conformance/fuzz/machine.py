@@ -68,20 +68,7 @@ from kreplica.conformance.fuzz.choices import (
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
-from kreplica.conformance.fuzz.liveness import (
-    IDLE_LIMIT,
-    KAFKA_10706,
-    LOOP_EVENTS,
-    REPLICATED,
-    SETTLE_ELECTIONS,
-    SETTLE_MAX_STEPS,
-    SETTLE_TICKS,
-    SentProduce,
-    kafka_10706,
-    next_settling_step,
-    progress_violation,
-    stale_election,
-)
+from kreplica.conformance.fuzz.liveness import settle
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
     CONFIG,
@@ -203,12 +190,18 @@ class FuzzFailure(AssertionError):
     the run's broker config."""
 
     def __init__(
-        self, violation: Violation, steps: Sequence[Step], config: BrokerConfig = CONFIG
+        self,
+        violation: Violation,
+        steps: Sequence[Step],
+        config: BrokerConfig = CONFIG,
+        settled_from: int | None = None,
     ) -> None:
         super().__init__(f"{violation[0]}: {violation[1]}")
         self.violation = violation
         self.steps = tuple(steps)
         self.config = config
+        self.settled_from = settled_from
+        """For a liveness failure: how many of `steps` came before the settle phase."""
 
 
 @dataclass
@@ -246,13 +239,9 @@ class RunStats:
     """The abstract states the generated runs reached (see `guidance`)."""
     leader_changes: Counter[int] = field(default_factory=Counter)
     """Generated runs by how many times the controller's leader moved to another broker."""
-    known_livelocks: int = 0
-    """Generated runs that settled into KAFKA-10706, Kafka 2.6's truncation livelock
-    (`liveness.kafka_10706`): counted here, not failed."""
     multi_epoch_truncations: int = 0
     """OffsetsForLeaderEpoch requests of the generated runs sent by a follower whose epoch
-    cache held two epochs or more (R6's truncation across epochs, KIP-101 and KIP-279); runs
-    that settled into KAFKA-10706 left out (it repeats one such request)."""
+    cache held two epochs or more (R6's truncation across epochs, KIP-101 and KIP-279)."""
 
     @property
     def elapsed(self) -> float:
@@ -333,7 +322,8 @@ soon as the leader has taken office (`choices.took_office`), and a hasty change 
 preferred replica is the controller losing touch with it: a network partition keeps the
 controller's requests from it, so it goes on leading in its old epoch (the zombie leader of
 KIP-320) while leadership moves away and back (S4). A hasty change may depose a leader with an
-epoch it wrote nothing in (which can end in KAFKA-10706, `liveness.kafka_10706`). Without
+epoch it wrote nothing in (Kafka 2.6.0's KAFKA-10706: as a follower it may never finish
+truncating; 2.6.3's truncation drops that epoch, the seeded bug `kafka-10706` keeps it). Without
 planned changes most runs never change leaders: a crash moves leadership only once the
 controller detects it, and an elect fault picks the leader itself, or a dead or out-of-sync
 broker, as often as another."""
@@ -417,10 +407,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.stats.run_started()
         self.run = self.stats.runs
         self.violation: Violation | None = None
-        self.known_livelock: str | None = None
-        """The Kafka 2.6 livelock the run settled into, if it did (`liveness.kafka_10706`)."""
-        self.sent: list[SentProduce] = []
-        """The acks=-1 produces delivered to a broker (each must get an answer)."""
+        self.settled_from: int | None = None
+        """The impl steps taken before the settle phase (None: it has not begun)."""
         self.visited: set[AbstractState] = {abstract_state(self.recorder.state)}
         """The abstract states this run reached (see `guidance`)."""
 
@@ -438,7 +426,6 @@ class ReplicationMachine(RuleBasedStateMachine):
                 late = err
         if self._generated():
             self._count_churn()
-            self.stats.known_livelocks += self.known_livelock is not None
             self.stats.actions.update(e.action for e in self.recorder.events[1:])
             rarity = self.stats.coverage.observe(self.visited)
             if self.setup.guided:
@@ -453,8 +440,6 @@ class ReplicationMachine(RuleBasedStateMachine):
         leaders = [e.state["ctrlLeader"] for e in events if e.state["ctrlLeader"] != NO_LEADER]
         changes = sum(a != b for a, b in itertools.pairwise(leaders))
         self.stats.leader_changes[changes] += 1
-        if self.known_livelock is not None:
-            return  # its requests repeat one (see liveness.kafka_10706)
         self.stats.multi_epoch_truncations += sum(
             len(before.state["epochCache"][e.args["replica"] - 1]) >= 2
             for before, e in itertools.pairwise(events)
@@ -462,19 +447,14 @@ class ReplicationMachine(RuleBasedStateMachine):
         )
 
     def _settled_failure(self) -> FuzzFailure | None:
-        """Settle the cluster: the liveness failure it shows (None: it made progress, it
-        settled into Kafka 2.6's own livelock, KAFKA-10706, which `known_livelock` then names,
-        or invariants are not checked); FuzzFailure if an invariant fails while settling."""
+        """Settle the cluster: the liveness failure it shows (None: it made progress, or
+        invariants are not checked); FuzzFailure if an invariant fails while settling."""
         found = self.settle()
-        stuck = found is not None and found[0] == REPLICATED
-        if stuck and kafka_10706(self.cluster, self.recorder.state) is not None:
-            self.known_livelock = KAFKA_10706
-            return None
         if found is None or not self.setup.invariants:
             return None
         self.violation = found
         self.stats.run_failed()
-        return FuzzFailure(found, self.steps, self.config)
+        return FuzzFailure(found, self.steps, self.config, self.settled_from)
 
     def _generated(self) -> bool:
         """Hypothesis generated this run: no failure yet, or this run is the first failing one
@@ -519,8 +499,6 @@ class ReplicationMachine(RuleBasedStateMachine):
         }
         if self.violation is not None:
             meta["violation"] = {"invariant": self.violation[0], "reason": self.violation[1]}
-        if self.known_livelock is not None:
-            meta["known_livelock"] = self.known_livelock
         return replace(trace, meta=meta)
 
     # ------------------------------------------------------------ plumbing
@@ -626,39 +604,17 @@ class ReplicationMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------ settling
 
     def settle(self) -> Violation | None:
-        """The settle phase (see `liveness`): no more faults, then the steps that end them and
-        let replication catch up, within bounds; the liveness requirement the settled cluster
-        breaks (None: it keeps them). Each step is recorded and checked like a rule's."""
-        advances: list[Step] = []
-        idle = 0
-        for _ in range(SETTLE_MAX_STEPS):
-            step = next_settling_step(self.cluster, self.recorder.state)
-            if step is None or idle >= IDLE_LIMIT:
-                idle, step = 0, self._unstick(advances)
-                if step is None:
-                    return progress_violation(self.cluster, self.recorder.state, self.sent)
-                advances.append(step)
-            recorded = len(self.recorder.events)
+        """The settle phase (`liveness.settle`): no more faults, then the steps that end them
+        and let replication catch up, within bounds; the liveness requirement the settled
+        cluster breaks (None: it keeps them). Each step is recorded and checked like a rule's
+        (FuzzFailure if one fails), and counted as a settling step."""
+        self.settled_from = len(self.steps)
+
+        def apply(step: Step) -> None:
             self.stats.settle_steps += 1
             self._apply(step)
-            idle = idle + 1 if len(self.recorder.events) == recorded else 0
-        last = sorted({e.action for e in self.recorder.events[-LOOP_EVENTS:]})
-        return REPLICATED, (
-            f"still busy after {SETTLE_MAX_STEPS} settling steps, the last ones: {', '.join(last)}"
-        )
 
-    def _unstick(self, advances: Sequence[Step]) -> Step | None:
-        """A quiet cluster that has not settled yet (`advances`: the elections and clock
-        advances of this settle phase so far): an election if a broker missed the controller's
-        decision, else the next clock advance (None: settled, or out of both)."""
-        state = self.recorder.state
-        if progress_violation(self.cluster, state, self.sent) is None:
-            return None
-        ticks = sum(isinstance(step, Tick) for step in advances)
-        election = stale_election(self.cluster, state)
-        if election is not None and len(advances) - ticks < SETTLE_ELECTIONS:
-            return election
-        return Tick(SETTLE_TICKS[ticks]) if ticks < len(SETTLE_TICKS) else None
+        return settle(self.recorder, apply)
 
     def _client_request(self, step: Step, broker: int) -> None:
         """The client sends a request, and the broker gets it at once (client links stay FIFO)."""
@@ -805,15 +761,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         return self._send_produce(step)
 
     def _send_produce(self, step: Produce) -> int:
-        """Send a produce to its broker (a leader); remember an acks=-1 one until answered."""
+        """Send a produce to its broker (a leader); an acks=-1 one must get an answer
+        (`liveness.sent_produces`)."""
         assert step.broker is not None
         self._client_request(step, step.broker)
-        if step.acks == -1:
-            correlation_id = max(self.cluster.client.pending)
-            incarnation = self.cluster.incarnation(step.broker)
-            self.sent.append(
-                SentProduce(correlation_id, step.broker, incarnation, step.record_ids[0])
-            )
         return step.record_ids[0]
 
     @precondition(_can("delete_records"))

@@ -441,18 +441,21 @@ class KafkaSim:
         self.cluster.apply(Elect(self.scenario.tp, PREFERRED_LEADER))
 
     def _elect_unclean(self) -> None:
-        """Elect the first live replica of a leaderless partition (unclean election enabled)."""
+        """Elect a leader for a leaderless partition as Kafka's offline election does with
+        unclean election allowed: the first live ISR member, else the first live replica."""
         # Kafka's admin API answers ELECTION_NOT_NEEDED for a partition that has a leader.
         if not self.schedule.unclean:
             self.note("elect unclean: the schedule does not allow unclean election")
             return
         if self.scenario.leader() is not None:
             return
+        # It runs the offline election, which still prefers a live ISR member.
         live = [b for b in BROKERS if b in self.cluster.controller.live_brokers]
         if not live:
             self.note("elect unclean: no live replica")
             return
-        self.cluster.apply(Elect(self.scenario.tp, live[0]))
+        in_sync = [b for b in live if b in self.isr()]
+        self.cluster.apply(Elect(self.scenario.tp, (in_sync or live)[0]))
 
     def wait(self, step: Step) -> None:
         """Wait until the condition holds in ZooKeeper (the controller), or the timeout passes."""

@@ -368,6 +368,39 @@ def bf_impl(given: Inputs, variant: Variant) -> Outcome:
     return (int(part.make_follower(state)),)
 
 
+# ------------------------------------------------------------------------- log truncation
+
+LT_INPUTS = (*cache_names(CACHE_SIZE), "leo", "target")
+
+
+def lt_domain(v: Vars) -> Z3:
+    """A follower's cache over a log of 0..MAX_OFFSET records, cut at any offset 0..MAX_OFFSET
+    (at, below or past its LEO)."""
+    return z3.And(
+        between(v["leo"], 0, MAX_OFFSET),
+        cache_domain(v, CACHE_SIZE, MAX_EPOCH, v["leo"]),
+        between(v["target"], 0, MAX_OFFSET),
+    )
+
+
+def lt_oracle(v: Vars, out: Vars) -> Z3:
+    """Truncate(r, to): the log keeps Min2(to, LEO) records, and the cache keeps its entries
+    that start below that (TruncateFromEnd, a prefix: starts increase), also when `to` is at
+    or past the LEO (Kafka 2.6.3, the KAFKA-10706 fix)."""
+    cut = min2(v["target"], v["leo"])
+    kept = z3.Sum([z3.If(z3.And(i < v["n"], v[f"s{i}"] < cut), 1, 0) for i in range(CACHE_SIZE)])
+    return z3.And(out["leo"] == cut, out["kept"] == kept)
+
+
+def lt_impl(given: Inputs, variant: Variant) -> Outcome:
+    """Partition.truncate_to (ReplicaFetcherThread.truncate's call, R6) over the input's log:
+    its LEO and the epoch-cache entries left after."""
+    log = log_of(given, given["leo"], 0)
+    part, _ = partition(variant, log)
+    part.truncate_to(given["target"])
+    return log.log_end_offset, len(log.leader_epoch_cache.entries)
+
+
 # ----------------------------------------------------------------------------- HW advance
 
 HW_INPUTS = ("leo", "hw", *(f"{x}{f}" for f in FOLLOWERS for x in ("rleo", "isr", "recent")))
@@ -599,6 +632,8 @@ CHECKS: Mapping[str, Check] = {
               tp_domain, truncation_point, tp_impl),
         Check("become_follower_truncation", "BecomeLeaderOrFollower", BF_INPUTS, ("truncates",),
               bf_domain, bf_oracle, bf_impl),
+        Check("log_truncation", "Truncate, TruncateFromEnd", LT_INPUTS, ("leo", "kept"),
+              lt_domain, lt_oracle, lt_impl),
         Check("hw_advance", "NewHws", HW_INPUTS, ("hw",), hw_domain, hw_oracle, hw_impl),
         Check("isr_expansion", "LeaderHandleFetch", ISR_INPUTS, ("proposed",), isr_domain,
               isr_oracle, isr_impl),
@@ -618,5 +653,6 @@ BUG_CHECKS: Mapping[str, str] = {
     "no-leso-guard": "isr_expansion",
     "hw-not-clamped": "follower_hw",
     "skip-same-leader-truncation": "become_follower_truncation",
+    "kafka-10706": "log_truncation",
 }
 """The check that finds each seeded bug of impl/variants.py."""

@@ -85,12 +85,61 @@ def test_explicit_election_clean_requires_live_isr_member() -> None:
     assert error is Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
 
 
-def test_explicit_unclean_election_of_non_isr_replica_resets_isr() -> None:
+def test_explicit_unclean_election_is_not_needed_while_the_leader_is_live() -> None:
+    """Kafka 2.6.3's ElectLeaders(UNCLEAN) leaves a partition with a live leader alone: a live
+    replica outside the ISR is refused, ELECTION_NOT_NEEDED, and nothing changes."""
     c = controller(election="unclean")
     c.on_broker_failure(2)
     c.on_broker_startup(2)
+    before = registration(c)
+    error, out = c.elect_leader(TP, 2)
+    assert (error, out) == (Errors.ELECTION_NOT_NEEDED, [])
+    assert registration(c) == before
+
+
+def isr_of_one_then_leader_lost(c: Controller) -> None:
+    """Broker 1 leads alone in the ISR, then dies while no other broker is live: offline."""
+    c.handle_alter_partition(AlterPartitionRequest(1, 1, (AlterPartitionItem(TP, 0, (1,), 0),)))
+    c.on_broker_failure(3)
+    c.on_broker_failure(2)
+    c.on_broker_failure(1)
+    assert registration(c)[0] == NO_LEADER
+
+
+def test_explicit_unclean_election_elects_the_first_live_replica_of_an_offline_partition() -> None:
+    """The leader is not live and no ISR member is: the offline election with unclean
+    allowed picks the first live replica in assignment order, alone in the ISR; any other
+    candidate is refused, ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    c = controller(election="unclean")
+    isr_of_one_then_leader_lost(c)
+    c.live_brokers |= {2, 3}  # registered without the start-up's own offline election
+    before = registration(c)
+    error, _ = c.elect_leader(TP, 3)
+    assert error is Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE and registration(c) == before
+    error, out = c.elect_leader(TP, 2)
+    assert error is Errors.NONE and registration(c)[:3] == (2, before[1] + 1, (2,))
+    assert sorted(o.dst for o in out) == [2, 3]
+
+
+def test_explicit_unclean_election_prefers_a_live_isr_member() -> None:
+    """With an ISR member live, an unclean candidate outside the ISR is refused even when
+    the leader is not live: the offline election would pick the ISR member."""
+    c = controller(election="unclean")
+    isr_of_one_then_leader_lost(c)
+    c.live_brokers |= {1, 2}
+    before = registration(c)
     error, _ = c.elect_leader(TP, 2)
-    assert error is Errors.NONE and registration(c)[2] == (2,)
+    assert error is Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE and registration(c) == before
+    error, _ = c.elect_leader(TP, 1)
+    assert error is Errors.NONE and registration(c)[:3] == (1, before[1] + 1, (1,))
+
+
+def test_explicit_clean_election_never_elects_outside_the_isr() -> None:
+    c = controller()
+    isr_of_one_then_leader_lost(c)
+    c.live_brokers |= {2, 3}
+    error, _ = c.elect_leader(TP, 2)
+    assert error is Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
 
 
 def test_startup_sends_current_state_to_the_broker_and_bounce_is_failure_then_start() -> None:

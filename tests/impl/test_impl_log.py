@@ -136,6 +136,33 @@ def test_truncate_to_drops_tail_lowers_hw_and_recovery_point() -> None:
     assert log.truncate_to(5) is False
 
 
+def leader_of_an_empty_epoch() -> Log:
+    """Records in epoch 0, then epoch 2 began at the LEO (R5) with nothing written in it."""
+    log = leader_log((0, (1, 2)))
+    log.maybe_assign_epoch_start_offset(2, log.log_end_offset)
+    assert [tuple(e) for e in log.leader_epoch_cache.entries] == [(0, 0), (2, 2)]
+    return log
+
+
+@pytest.mark.parametrize("target", [2, 5])
+def test_r4_truncation_at_or_past_the_leo_truncates_the_epoch_cache_at_the_leo(
+    target: int,
+) -> None:
+    """Kafka 2.6.3 (KAFKA-10706's fix): no record goes and False comes back, but every epoch
+    that starts at or past the LEO leaves the cache, under the log's lock."""
+    log = leader_of_an_empty_epoch()
+    assert log.truncate_to(target) is False
+    assert log.entries == [E(0, 0, 1), E(1, 0, 2)]
+    assert [tuple(e) for e in log.leader_epoch_cache.entries] == [(0, 0)]
+
+
+def test_r4_kafka_10706_truncation_at_the_leo_leaves_the_epoch_cache() -> None:
+    """The seeded bug kafka-10706 (Kafka 2.6.0): the empty epoch stays at the cache's end."""
+    log = leader_of_an_empty_epoch()
+    assert log.truncate_to(2, truncate_cache_at_leo=False) is False
+    assert [tuple(e) for e in log.leader_epoch_cache.entries] == [(0, 0), (2, 2)]
+
+
 def test_truncate_below_deleted_records_keeps_the_segment() -> None:
     """Kafka's truncateTo starts a new segment only below the first segment's base offset:
     below a log start that DeleteRecords moved, the log start follows the target down and
