@@ -1,4 +1,4 @@
-"""Controller: leader election, LeaderAndIsr propagation and the ISR store (ZooKeeper in 2.6).
+"""Controller: leader election, LeaderAndIsr propagation and the ISR store (ZooKeeper in 2.6.3).
 
 The controller is a separate, never-failing node. Its `partitions` map is the source of truth
 for leader, leader epoch, ISR and zk_version (the partition epoch). Elections follow Kafka 2.6.3:
@@ -193,7 +193,7 @@ class Controller:
 
     def elect_leader(self, tp: TopicPartition, candidate: int) -> tuple[Errors, list[Outgoing]]:
         """An admin election (ElectLeaders): make `candidate` the leader in a new epoch, or
-        refuse with Kafka 2.6's error and change nothing. Clean: a live ISR member, the ISR
+        refuse with Kafka 2.6.3's error and change nothing. Clean: a live ISR member, the ISR
         kept (a preferred-replica election). Unclean (election=unclean only): Kafka 2.6.3's
         ElectLeaders(UNCLEAN) acts only on a partition whose leader is NoLeader or not a live
         broker (else ELECTION_NOT_NEEDED), and runs the offline election, which still prefers

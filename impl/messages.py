@@ -3,7 +3,7 @@
 One module holds the whole wire vocabulary (DESIGN.md, "sans-IO"): FETCH, PRODUCE,
 OFFSETS_FOR_LEADER_EPOCH, LIST_OFFSETS, LEADER_AND_ISR and ALTER_PARTITION requests and
 responses, and `Errors`, Kafka's error codes with Kafka's numeric values. Field names follow the
-Kafka 2.6 request schemas in snake_case; a record batch is modelled as a tuple of `LogEntry`.
+Kafka 2.6.3 request schemas in snake_case; a record batch is modelled as a tuple of `LogEntry`.
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ class AlterPartitionItem:
 
 @dataclass(frozen=True, slots=True)
 class AlterPartitionRequest:
-    """ALTER_PARTITION (ZK conditional ISR write in 2.6; AlterIsr/AlterPartition later)."""
+    """ALTER_PARTITION (ZK conditional ISR write in 2.6.3; AlterIsr/AlterPartition later)."""
 
     correlation_id: int
     broker_id: int

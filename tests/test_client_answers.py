@@ -199,7 +199,7 @@ def test_a_delayed_fetch_waits_for_min_bytes_or_its_max_wait() -> None:
 
 def test_a_fetch_ahead_of_the_hw_waits_and_an_empty_answer_at_once_is_named() -> None:
     """A consumer FETCH above the leader's HW (the record is appended, not yet replicated)
-    waits in the purgatory, every step checked, until the HW passes it (Kafka 2.6's
+    waits in the purgatory, every step checked, until the HW passes it (Kafka 2.6.3's
     DelayedFetch: same segment, case D); an empty answer at once is too early."""
     rec = recorder()
     assert apply_checked(rec, Produce(TP, (1,), 1, broker=1)) is None

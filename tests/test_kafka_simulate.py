@@ -1,4 +1,4 @@
-"""kreplica's prediction of a fault schedule on real Kafka 2.6 (conformance/kafka/simulate.py).
+"""kreplica's prediction of a fault schedule on real Kafka 2.6.3 (conformance/kafka/simulate.py).
 
 Each named schedule (schedules/*.json) predicts the outcome issue 13 expects: no acknowledged loss
 for acks=-1 with clean election, loss for an acks=1 leader that fails before replicating, loss

@@ -106,7 +106,7 @@ def test_a_leader_that_keeps_its_hw_after_a_fetch_that_moves_it_is_named(
 
 
 def test_a_follower_caught_up_on_time_holds_the_hw_back_outside_the_isr() -> None:
-    """Kafka 2.6 also waits for a follower outside the ISR that caught up within
+    """Kafka 2.6.3 also waits for a follower outside the ISR that caught up within
     replica.lag.time.max.ms (the spec lets any follower the leader heard from do so): follower
     3 (LEO 1) holds leader 1's HW at 1 until its caught-up time is that old (states by hand)."""
     lag = LagTimes((1, 2, 3), LAG)

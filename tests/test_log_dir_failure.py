@@ -1,4 +1,4 @@
-"""A failed log dir (Kafka 2.6, one log dir per broker): the broker answers every request for
+"""A failed log dir (Kafka 2.6.3, one log dir per broker): the broker answers every request for
 its Partition with KAFKA_STORAGE_ERROR, its fetcher marks the Partition failed where it would
 have appended or truncated, and then it halts (LogManager.handleLogDirFailure: no live log
 dir is left). In the simulator, the projection, the recorder, the client's answers, the
@@ -116,7 +116,7 @@ def test_an_empty_answer_fails_too() -> None:
 
 
 def test_the_append_itself_raises_the_storage_error() -> None:
-    """As in Kafka 2.6 (Log.appendAsFollower), the follower's append on a failed dir raises
+    """As in Kafka 2.6.3 (Log.appendAsFollower), the follower's append on a failed dir raises
     KafkaStorageError, an empty one too; so does its truncation."""
     c, rec = replicated(1, SpecRecorder)
     rec.apply(FailLogDir(2, TP))

@@ -111,7 +111,7 @@ def test_a_golden_trace_under_another_variant_is_rejected() -> None:
 
 def test_a_partition_with_no_leader_epoch_yet_answers_unknown_leader_epoch() -> None:
     """A restarted broker whose first LeaderAndIsr names no leader hosts the Partition with
-    leader epoch -1 (Kafka 2.6 creates it before makeFollowers aborts), so a follower's fetch
+    leader epoch -1 (Kafka 2.6.3 creates it before makeFollowers aborts), so a follower's fetch
     in an older, real epoch gets UNKNOWN_LEADER_EPOCH, not NOT_LEADER_OR_FOLLOWER. Recorded
     through the implementation: 2 follows 3 in epoch 1; 3 crashes, 1 leads epoch 2 alone
     (2 never hears of it); 3 restarts (its LeaderAndIsr is lost); 1 crashes, so the partition

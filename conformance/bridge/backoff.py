@@ -1,7 +1,7 @@
 """Time where the spec abstracts it: a follower's fetch back-off, judged at each fetcher
 iteration (R7, R8).
 
-The spec lets a follower's fetcher act whenever it has something to do; Kafka 2.6's
+The spec lets a follower's fetcher act whenever it has something to do; Kafka 2.6.3's
 `AbstractFetcherThread` backs a partition off for `replica.fetch.backoff.ms` after an error
 (`handlePartitionsWithErrors`, `delayPartitions`: a partition already delayed keeps its
 deadline), and a partition is ready again once its `DelayedItem` is due (deadline <= now).

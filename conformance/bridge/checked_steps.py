@@ -103,7 +103,7 @@ def checked_violations(
     an invariant the variant breaks by design is not judged, `invariants.BROKEN_BY_DESIGN`).
     THE rule:
 
-    Kafka 2.6 acknowledges a write without an fsync, so a power loss (an unclean shutdown) may
+    Kafka 2.6.3 acknowledges a write without an fsync, so a power loss (an unclean shutdown) may
     legitimately lose acknowledged and committed records (KIP-966 addresses it). So once a run
     has had an unclean shutdown, only the properties the spec proves under power loss count
     (`POWER_LOSS_INVARIANTS`): AckedRecordsNeverLost, CommittedRecordsOnIsr and ConsistentReads

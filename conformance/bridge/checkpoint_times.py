@@ -1,7 +1,7 @@
 """Time where the spec abstracts it: the highwatermark-checkpoint task's period (R13).
 
 The spec lets `CheckpointHighWatermarks` write a broker's HW to its checkpoint file at any
-time. Kafka 2.6 runs the task on a schedule: `ReplicaManager.startHighWatermarkCheckPointThread`
+time. Kafka 2.6.3 runs the task on a schedule: `ReplicaManager.startHighWatermarkCheckPointThread`
 starts it after the first LeaderAndIsr a broker process takes, due at once and then every
 `replica.high.watermark.checkpoint.interval.ms` (a fixed rate), and each run writes the HW of
 every partition whose log dir works. This check keeps that schedule itself, from the steps it

@@ -4,7 +4,7 @@ The spec's variables say what the leader holds; they do not carry the answers a 
 consumer gets. This module is the oracle for those answers (issue #14, "record what matters"):
 each PRODUCE, FETCH and LIST_OFFSETS answer a broker puts on the network towards the client is
 checked against the projected state right after the step that sent it, field by field, as
-Kafka 2.6's `ReplicaManager` builds it (`appendRecords`, `fetchMessages`,
+Kafka 2.6.3's `ReplicaManager` builds it (`appendRecords`, `fetchMessages`,
 `fetchOffsetForTimestamp`). A wrong error code, offset, HW or record is a finding, named
 `ClientAnswersMatchLeader` like an invariant, and the fuzzer stops the run on it.
 

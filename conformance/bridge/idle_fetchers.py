@@ -1,6 +1,6 @@
 """A broker keeps no idle fetcher thread once it has handled a LeaderAndIsr (R7).
 
-Kafka 2.6's `ReplicaManager.becomeLeaderOrFollower` ends with
+Kafka 2.6.3's `ReplicaManager.becomeLeaderOrFollower` ends with
 `replicaFetcherManager.shutdownIdleFetcherThreads()`: a fetcher thread towards a broker that no
 longer leads any partition this broker follows is shut down, so a follower that moves to a new
 leader leaves no thread fetching (and no connection open) to the old one. The spec has no

@@ -3,7 +3,7 @@ the ISR shrink they allow (R10, R12).
 
 The spec lets a leader drop any ISR follower whose LEO differs from its own, at any moment:
 "too long behind" is abstracted away, so a model-checked state space stays small (every clock
-reading would be a new state). Kafka 2.6 decides it by the clock: `Replica.updateFetchState`
+reading would be a new state). Kafka 2.6.3 decides it by the clock: `Replica.updateFetchState`
 moves a follower's `lastCaughtUpTimeMs` on each fetch, `Partition.makeLeader` resets it, and
 `Partition.getOutOfSyncReplicas` drops exactly the ISR followers whose LEO differs from the
 leader's and whose last caught-up time is more than `replica.lag.time.max.ms` ago.
@@ -154,7 +154,7 @@ HW_RECOMPUTES = {
     "LeaderShrinkIsr": "an ISR shrink",
     "BecomeLeaderOrFollower": "a LeaderAndIsr",
 }
-"""The actions at which Kafka 2.6's leader recomputes its HW (maybeIncrementLeaderHW, R13):
+"""The actions at which Kafka 2.6.3's leader recomputes its HW (maybeIncrementLeaderHW, R13):
 updateFollowerFetchState after a fetch that moved the follower's LEO, appendRecordsToLeader
 after an append, maybeShrinkIsr after a shrink, makeLeader. Each is judged by the clock."""
 

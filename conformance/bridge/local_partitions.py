@@ -89,7 +89,7 @@ class PartitionRead:
 
 
 def local_read(cluster: Cluster, broker: int, tp: TopicPartition, offset: int) -> PartitionRead:
-    """The read of local partition `tp` at `broker` as Kafka 2.6's readFromLocalLog makes it
+    """The read of local partition `tp` at `broker` as Kafka 2.6.3's readFromLocalLog makes it
     for a consumer, from the broker's state: KAFKA_STORAGE_ERROR on a failed log dir,
     NOT_LEADER_OR_FOLLOWER while it does not lead, OFFSET_OUT_OF_RANGE outside [log start,
     LEO]."""

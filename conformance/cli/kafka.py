@@ -1,4 +1,4 @@
-"""`kreplica kafka`: fault schedules on a real Apache Kafka 2.6 cluster (ZooKeeper, 3 brokers)."""
+"""`kreplica kafka`: fault schedules on a real Apache Kafka 2.6.3 cluster (ZooKeeper, 3 brokers)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ Exit codes:
 
 @click.group(name="kafka")
 def kafka_group() -> None:
-    """Run fault schedules on a real Apache Kafka 2.6 cluster (ZooKeeper and three brokers)."""
+    """Run fault schedules on a real Apache Kafka 2.6.3 cluster (ZooKeeper and three brokers)."""
 
 
 class StartProgress:

@@ -1,4 +1,4 @@
-"""`kreplica kafka compare`: each fault schedule on kreplica's simulator and on a real Kafka 2.6
+"""`kreplica kafka compare`: each fault schedule on kreplica's simulator and on a real Kafka 2.6.3
 cluster, their outcomes side by side, the agreement rate, and the outcome table."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def compare_command(
     java: Path | None,
     kafka_lib: Path | None,
 ) -> int:
-    """Run fault schedules on kreplica and on a real Kafka 2.6 cluster; compare outcomes."""
+    """Run fault schedules on kreplica and on a real Kafka 2.6.3 cluster; compare outcomes."""
     schedules = schedules_from(paths, random_count, seed)
     install = find_installation(java, kafka_lib)
     check_output_file(journal, "the journal to")

@@ -1,4 +1,4 @@
-"""Each spec action in the words of the Kafka 2.6 method it models (the method its comment in
+"""Each spec action in the words of the Kafka 2.6.3 method it models (the method its comment in
 spec/KafkaReplication.tla names), so a picture reads like Kafka, not like TLA+."""
 
 from __future__ import annotations

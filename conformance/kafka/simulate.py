@@ -1,4 +1,4 @@
-"""A fault schedule on kreplica's simulator: the model's prediction of what real Kafka 2.6 does.
+"""A fault schedule on kreplica's simulator: the model's prediction of what real Kafka 2.6.3 does.
 
 `simulate(schedule)` runs a schedule (`schedule.py`) on `kreplica.impl`'s simulator, translating
 every real-world step into simulator steps on a simulated clock that moves as real time would,
@@ -83,7 +83,7 @@ NODES = (CONTROLLER_ID, *BROKERS)
 
 @dataclass(frozen=True)
 class Timing:
-    """The real cluster's timeouts (Kafka 2.6 defaults); set them as the real harness sets them."""
+    """The real cluster's timeouts (Kafka 2.6.3 defaults); set them as the real harness does."""
 
     session_timeout_ms: int = 18_000
     """zookeeper.session.timeout.ms: how long the controller takes to see a silent broker gone."""
@@ -344,7 +344,7 @@ class KafkaSim:
 
     def restart(self, step: Step) -> None:
         """Start a stopped broker; it registers once its old session is gone and it reaches ZK."""
-        # Kafka 2.6 refuses to register while the old session's ephemeral node exists, so the
+        # Kafka 2.6.3 refuses to register while the old session's ephemeral node exists, so the
         # start-up waits for the expiry; a broker cut from ZooKeeper cannot start either.
         broker = _broker(step)
         if self.cluster.is_alive(broker):
@@ -630,7 +630,7 @@ def harness_timing() -> Timing:
     type=click.Choice(["harness", "kafka-defaults"]),
     default="harness",
     show_default=True,
-    help="The real harness's timeouts, or Kafka 2.6's defaults.",
+    help="The real harness's timeouts, or Kafka 2.6.3's defaults.",
 )
 def main(schedule: Path, timing: str) -> None:
     """Print kreplica's predicted outcome of a fault schedule (JSON) on real Kafka 2.6."""

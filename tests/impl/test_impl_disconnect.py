@@ -1,4 +1,4 @@
-"""R8, a broken connection: when the broker a follower fetches from dies, Kafka 2.6's network
+"""R8, a broken connection: when the broker a follower fetches from dies, Kafka 2.6.3's network
 client sees the close at once (or the connect is refused while it is down), `sendAndReceive`
 throws as on a timeout, and `processFetchRequest` backs the partitions off for
 replica.fetch.backoff.ms (1 s) instead of waiting replica.socket.timeout.ms (30 s). What the

@@ -74,7 +74,7 @@ def test_r2_assign_negative_epoch_is_an_error() -> None:
 
 
 def test_r2_assign_takes_a_negative_start_offset_as_kafka_does() -> None:
-    """Kafka 2.6's LeaderEpochFileCache.validateAndMaybeWarn rejects a negative epoch only; an
+    """Kafka 2.6.3's LeaderEpochFileCache.validateAndMaybeWarn rejects a negative epoch only; an
     entry with a negative start offset is appended, and every entry that does not start
     below it goes (truncateAndAppend)."""
     cache = cache_with((1, 0), (2, 5))

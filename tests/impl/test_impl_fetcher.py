@@ -486,7 +486,7 @@ def disk_full(*args: object, **kwargs: object) -> None:
 def test_any_error_appending_fails_that_partition_and_the_thread_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Kafka 2.6's AbstractFetcherThread.processFetchRequest catches any Throwable while it
+    """Kafka 2.6.3's AbstractFetcherThread.processFetchRequest catches any Throwable while it
     appends one partition's records: it marks that partition failed and goes on with the rest
     of the answer."""
     h = Harness(partitions=2)

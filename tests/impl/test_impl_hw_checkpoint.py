@@ -1,5 +1,5 @@
 """The HW checkpoint (replication-offset-checkpoint): written by the highwatermark-checkpoint
-task every replica.high.watermark.checkpoint.interval.ms and read on restart, as Kafka 2.6's
+task every replica.high.watermark.checkpoint.interval.ms and read on restart, as Kafka 2.6.3's
 ReplicaManager.checkpointHighWatermarks and Partition.createLog do (R13)."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_a_crash_restarts_with_the_checkpointed_hw_not_the_one_in_memory() -> No
     assert sc.hw(2) == 2 and checkpoint(sc, 2) == 0
     sc.crash(2)
     sc.restart(2)
-    assert sc.hw(2) == 0  # Kafka 2.6 reads HW 0 back, though it had reached 2
+    assert sc.hw(2) == 0  # Kafka 2.6.3 reads HW 0 back, though it had reached 2
     sc.checkpoint_high_watermarks(1)
     sc.crash(1, detect=False)
     sc.cluster.apply(Restart(1))

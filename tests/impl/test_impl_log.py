@@ -75,7 +75,7 @@ def test_append_as_follower_rejects_offsets_below_leo_and_records_without_epoch(
 
 
 def test_append_as_follower_accepts_a_first_offset_above_the_leo() -> None:
-    """Kafka 2.6's Log.append checks a follower batch's first offset only against the LEO
+    """Kafka 2.6.3's Log.append checks a follower batch's first offset only against the LEO
     from below (UnexpectedAppendOffsetException); a batch above it is appended and the LEO
     moves past the gap (compaction leaves gaps in a leader's log). Reads, lookups,
     truncation and deletion skip the gap."""
@@ -247,7 +247,7 @@ def test_offline_log_raises_storage_errors() -> None:
 
 
 def test_unexpected_append_offset_carries_the_first_and_last_offsets() -> None:
-    """Kafka 2.6's Log.append throws UnexpectedAppendOffsetException(message, firstOffset,
+    """Kafka 2.6.3's Log.append throws UnexpectedAppendOffsetException(message, firstOffset,
     lastOffset) for a follower batch that starts below the LEO; Partition's recovery of an
     empty log reads both offsets from it."""
     log = Log(TP)

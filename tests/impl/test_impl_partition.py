@@ -122,7 +122,7 @@ def test_r10_make_leader_resets_follower_state() -> None:
     in_isr, out_of_isr = h.partition.remote_replicas[2], h.partition.remote_replicas[3]
     assert in_isr.last_caught_up_time_ms == 1_000
     assert out_of_isr.last_caught_up_time_ms == 0
-    # a new leader forgets remote LEOs (Kafka 2.6 then also resets the previous fetch)
+    # a new leader forgets remote LEOs (Kafka 2.6.3 then also resets the previous fetch)
     assert in_isr.log_end_offset == -1 and in_isr.log_start_offset == -1
     # same leader, new epoch: the previous fetch is (LESO, now) and LEOs are kept
     h.partition.update_follower_fetch_state(2, 1, 0, 1_010, 1)

@@ -311,7 +311,7 @@ def test_r16_delayed_fetch_completes_when_its_offset_leaves_the_segment() -> Non
 
 
 def test_r16_a_truncation_within_the_segment_lets_the_fetch_wait() -> None:
-    """Kafka 2.6 forces a delayed fetch only when its offset is on another segment; a leader
+    """Kafka 2.6.3 forces a delayed fetch only when its offset is on another segment; a leader
     that truncates below the fetch offset within the same segment leaves it waiting until
     max_wait_ms, when the re-read finds the offset out of range."""
     c = fetch_parked_at_the_leo()

@@ -62,7 +62,7 @@ def test_s1_kip101_scenario_1_no_loss_with_leader_epochs(truncation: str) -> Non
 def test_s1_with_restart_and_unclean_election(
     truncation: str, checkpointed: bool, lost: list[int]
 ) -> None:
-    """In 2.6 a restarted follower leaves the ISR, so only an unclean election elects it. It
+    """In 2.6.3 a restarted follower leaves the ISR, so only an unclean election elects it. It
     restarts with its checkpointed HW: 1 if the checkpoint task ran after B learned it, else 0,
     and truncation to the HW then cuts m1 too; leader epochs lose nothing either way."""
     sc = Scenario(brokers=2, variant=Variant(truncation=truncation, election="unclean"))
