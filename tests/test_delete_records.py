@@ -60,12 +60,22 @@ def test_a_follower_takes_its_leaders_log_start_from_a_fetch_answer() -> None:
     assert violations(rec.state) == []
 
 
+def cache_of(log: list[Record]) -> tuple[Record, ...]:
+    """The epoch cache that describes `log` (EpochCacheMatchesLog): an entry where each epoch
+    begins among the records still held."""
+    cache: list[Record] = []
+    for offset, held in enumerate(log):
+        if held != DELETED and (not cache or cache[-1]["epoch"] != held["epoch"]):
+            cache.append(Record({"epoch": held["epoch"], "startOffset": offset}))
+    return tuple(cache)
+
+
 def state(logs: list[list[Record]], committed: set[tuple[int, int]]) -> dict[str, Any]:
     """A two-replica state with these logs, both in the controller's ISR, replica 1 in office."""
     return {
         "log": tuple(tuple(log) for log in logs),
         "hw": tuple(len(log) for log in logs),
-        "epochCache": ((), ()),
+        "epochCache": tuple(cache_of(log) for log in logs),
         "leader": (1, 1),
         "leaderEpoch": (0, 0),
         "alive": frozenset({1, 2}),
@@ -83,7 +93,7 @@ def test_deleted_records_are_exempt_but_an_offset_read_twice_is_not() -> None:
     offset read as two records still breaks ConsistentReads (S14)."""
     deleted = state([[DELETED, entry(0, 2)], [DELETED, entry(0, 2)]], {(0, 1), (1, 2)})
     assert violations(deleted) == []
-    reread = state([[entry(1, 3), entry(0, 2)], [DELETED, entry(0, 2)]], {(0, 1), (0, 3)})
+    reread = state([[entry(0, 3), entry(0, 2)], [DELETED, entry(0, 2)]], {(0, 1), (0, 3)})
     assert [name for name, _ in violations(reread)] == ["ConsistentReads"]
     lost = state([[entry(0, 1)], [entry(0, 1)]], {(0, 1), (1, 2)})
     assert {name for name, _ in violations(lost)} == {
