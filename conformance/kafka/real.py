@@ -41,6 +41,7 @@ from kreplica.conformance.kafka.cluster import (
     Progress,
     StartTimeout,
 )
+from kreplica.conformance.kafka.events import HARNESS_EVENTS_FILE, HarnessLog
 from kreplica.conformance.kafka.install import Installation, find_iptables
 from kreplica.conformance.kafka.nemesis import Network
 from kreplica.conformance.kafka.observe import diverged, replica_states
@@ -130,14 +131,22 @@ def needs_network(schedule: Schedule) -> bool:
     return any(s.op in ("partition", "heal") for s in schedule.steps)
 
 
-def settings_for(schedule: Schedule, start_timeout_s: float) -> ClusterSettings:
-    """The cluster settings the schedule chooses (min ISR, unclean election)."""
+def settings_for(
+    schedule: Schedule,
+    start_timeout_s: float,
+    agent: Path | None = None,
+    debug_loggers: bool = False,
+) -> ClusterSettings:
+    """The cluster settings the schedule chooses (min ISR, unclean election); `agent` (the
+    kreplica agent's jar) and `debug_loggers` as ClusterSettings takes them."""
     return ClusterSettings(
         min_insync_replicas=schedule.min_insync_replicas,
         unclean=schedule.unclean,
         start_timeout_s=start_timeout_s,
         zk_session_timeout_ms=int(HARNESS_TIMING["session_timeout_ms"]),
         replica_lag_time_max_ms=int(HARNESS_TIMING["replica_lag_time_max_ms"]),
+        agent=agent,
+        debug_loggers=debug_loggers,
     )
 
 
@@ -148,11 +157,16 @@ def run_schedule(
     start_timeout_s: float = 90.0,
     progress: Progress | None = None,
     on_step: Callable[[StepResult], None] | None = None,
+    agent: Path | None = None,
+    debug_loggers: bool = False,
 ) -> RealRun:
-    """Run the schedule on a fresh real cluster; every JVM and iptables rule is gone after."""
+    """Run the schedule on a fresh real cluster; every JVM and iptables rule is gone after.
+
+    `agent`: the kreplica agent's jar, recording each broker's steps into its events.jsonl;
+    `debug_loggers`: the replication loggers at DEBUG in each broker's server.log."""
     began = time.monotonic()
     iptables = find_iptables() if needs_network(schedule) else None
-    settings = settings_for(schedule, start_timeout_s)
+    settings = settings_for(schedule, start_timeout_s, agent=agent, debug_loggers=debug_loggers)
     with ExitStack() as stack:  # on the way out: clients closed, rules removed, JVMs killed
         cluster = stack.enter_context(Cluster(install, layout, settings, progress))
         cluster.start()
@@ -163,7 +177,8 @@ def run_schedule(
         network = stack.enter_context(Network(layout, iptables)) if iptables else None
         workload = Workload(layout)
         stack.callback(workload.close)
-        runner = _Runner(cluster, workload, network, schedule, on_step)
+        harness = HarnessLog(layout.run_dir / HARNESS_EVENTS_FILE)
+        runner = _Runner(cluster, workload, network, schedule, on_step, harness)
         runner.run_steps()
         observing = time.monotonic()
         outcome = runner.observe(install)
@@ -225,6 +240,8 @@ class _Runner:
     network: Network | None
     schedule: Schedule
     on_step: Callable[[StepResult], None] | None
+    harness: HarnessLog | None = None
+    """Where each fault is recorded with its CLOCK_MONOTONIC stamp (for `kafka trace`)."""
     results: list[StepResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -244,6 +261,12 @@ class _Runner:
         result: str = handler(step)
         return result
 
+    def _mark(self, op: str, broker: int | None = None) -> None:
+        """Record that a fault took effect now (after a kill has been reaped, before a
+        restart's JVM starts), in the clock every broker's events are stamped with."""
+        if self.harness is not None:
+            self.harness.note(op, broker)
+
     def _note(self, index_step: Step, text: str) -> str:
         self.notes.append(f"{index_step}: {text}")
         return text
@@ -262,6 +285,7 @@ class _Runner:
         if not self.cluster.alive(broker):
             return self._note(step, "not running: nothing to kill")
         self.cluster.crash(broker)
+        self._mark("crash", broker)
         return "killed (SIGKILL)"
 
     def _shutdown(self, step: Step) -> str:
@@ -269,12 +293,14 @@ class _Runner:
         if not self.cluster.alive(broker):
             return self._note(step, "not running: nothing to shut down")
         self.cluster.shutdown(broker)
+        self._mark("shutdown", broker)
         return f"stopped (SIGTERM, exit {self.cluster.processes[broker].returncode})"
 
     def _restart(self, step: Step) -> str:
         broker = self._broker(step)
         if self.cluster.alive(broker):
             return self._note(step, "already running: not restarted")
+        self._mark("restart", broker)
         self.cluster.restart(broker)
         return "started and registered"
 
@@ -283,27 +309,32 @@ class _Runner:
         if not self.cluster.alive(broker):
             return self._note(step, "not running: nothing to pause")
         self.cluster.pause(broker)
+        self._mark("pause", broker)
         return "paused (SIGSTOP)"
 
     def _resume(self, step: Step) -> str:
         broker = self._broker(step)
         if broker not in self.cluster.paused:
             return self._note(step, "not paused: nothing to resume")
+        self._mark("resume", broker)
         self.cluster.resume(broker)
         return "resumed (SIGCONT)"
 
     def _partition(self, step: Step) -> str:
         assert self.network is not None and step.groups is not None
         links = self.network.partition(step.groups)
+        self._mark("partition")
         return f"{len(links)} one-way links dropped"
 
     def _heal(self, step: Step) -> str:
         assert self.network is not None
         self.network.heal()
+        self._mark("heal")
         return "every rule removed"
 
     def _elect(self, step: Step) -> str:
         kind = step.kind or "preferred"
+        self._mark("elect")
         error = elect_leader(self.cluster.layout, kind)
         if error:
             return self._note(step, f"refused: {error}")
