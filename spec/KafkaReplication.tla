@@ -34,7 +34,7 @@ CONSTANTS
     \* @type: Str;
     Election,             \* "clean" | "unclean"     (registry: election)
     \* @type: Str;
-    Acks,                 \* "-1" | "1"             (registry: acks)
+    Acks,                 \* "-1" | "1" (1: acks=1 allowed)  (registry: acks)
     \* @type: Str;
     Fencing,              \* "kip320" | "off"        (registry: fencing)
     \* @type: Set(Str);
@@ -433,8 +433,10 @@ Init ==
 -----------------------------------------------------------------------------
 (* Clients *)
 
-\* The acks a producer may ask for: the variant's (-1 or 1), or 0 with FireAndForget.
-ProducerAcks == {IF Acks = "-1" THEN -1 ELSE 1} \cup (IF FireAndForget THEN {0} ELSE {})
+\* The acks a producer may ask for, per request as Kafka lets it: -1 only, or under the
+\* acks=1 variant -1 or 1 (some producers settle for the leader's word); 0 with
+\* FireAndForget.
+ProducerAcks == (IF Acks = "-1" THEN {-1} ELSE {-1, 1}) \cup (IF FireAndForget THEN {0} ELSE {})
 
 \* ReplicaManager.appendRecords -> Partition.appendRecordsToLeader (R14, R13).
 \* A producer sends record `nextRecord` to leader l with `acks` (per request).
@@ -851,17 +853,50 @@ OnBrokerFailure(r) ==
 
 \* KafkaController.onBrokerFailure: the ZooKeeper session of crashed broker r
 \* expires; the controller re-elects or shrinks the ISR, bumps the leader epoch
-\* and tells the live replicas.
+\* and tells the live replicas.  Where the environment is unreliable
+\* (LossyNetwork) the session of a running broker may expire too: it was cut off
+\* from ZooKeeper, or paused beyond zookeeper.session.timeout.ms; it runs on, and
+\* registers again later (Reregister).  A controller that is failing over (the
+\* controller ran on r, or moved) takes r's replicas offline first
+\* (ReplicaStateMachine.startup: leader NoLeader, r out of the ISR, one epoch)
+\* and then elects (PartitionStateMachine.startup: another epoch): `twice`.
 ControllerDetectFailure(r) ==
-    /\ r \in ctrlLive /\ r \notin alive
+    /\ r \in ctrlLive /\ (r \notin alive \/ LossyNetwork)
     /\ LET f == OnBrokerFailure(r)
-           epoch == IF f.bump THEN ctrlEpoch + 1 ELSE ctrlEpoch
+           failover == ctrlLeader = r /\ f.leader # NoLeader
+       IN
+       \E twice \in IF failover THEN BOOLEAN ELSE {FALSE} :
+       LET epoch == IF f.bump THEN ctrlEpoch + (IF twice THEN 2 ELSE 1) ELSE ctrlEpoch
        IN  /\ epoch <= MaxEpoch
            /\ ctrlLive' = ctrlLive \ {r}
            /\ ctrlLeader' = f.leader /\ ctrlIsr' = f.isr /\ ctrlEpoch' = epoch
            /\ msgs' = IF f.bump THEN msgs \cup Propagate(ctrlLive', alive, epoch, f.leader, f.isr)
                       ELSE msgs
     /\ Act("ControllerDetectFailure", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, historyVars, removed>>
+
+\* KafkaController.onBrokerStartup for a running broker r whose ZooKeeper
+\* session expired (ControllerDetectFailure while it ran): it registers with a
+\* new session once it reaches ZooKeeper again.  As for a Restart, the
+\* controller sends r the partition's state, or elects a leader if the
+\* partition is offline; r itself keeps its state (its process never stopped).
+Reregister(r) ==
+    /\ LossyNetwork /\ r \in alive /\ r \notin ctrlLive
+    /\ LET live == ctrlLive \cup {r}
+           e == OfflineElection(ctrlIsr, live)
+           elect == ctrlLeader = NoLeader /\ e.elected
+           epoch == IF elect THEN ctrlEpoch + 1 ELSE ctrlEpoch
+       IN  /\ epoch <= MaxEpoch
+           /\ ctrlLive' = live
+           /\ ctrlLeader' = IF elect THEN e.leader ELSE ctrlLeader
+           /\ ctrlIsr' = IF elect THEN e.isr ELSE ctrlIsr
+           /\ ctrlEpoch' = epoch
+           /\ msgs' = msgs
+                 \cup (IF ctrlLeader # NoLeader
+                       THEN {LeaderAndIsr(r, ctrlEpoch, ctrlLeader, ctrlIsr)} ELSE {})
+                 \cup (IF elect THEN Propagate(live, alive, epoch, e.leader, e.isr) ELSE {})
+    /\ Act("Reregister", [replica |-> r])
     /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, historyVars, removed>>
 
@@ -1047,6 +1082,7 @@ Next ==
           \/ FollowerSendOffsetsForLeaderEpoch(r)
           \/ ControllerDetectFailure(r)
           \/ ControllerElectLeader(r)
+          \/ Reregister(r)
           \/ Crash(r)
           \/ UncleanShutdown(r)
           \/ FailLogDir(r)

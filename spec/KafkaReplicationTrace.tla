@@ -25,6 +25,13 @@
 (*          ev_0), o |-> variables left out of this one state (optional)]. *)
 (* A variable that is recorded here and was recorded one event earlier but *)
 (* is not in `v` is unchanged: this keeps the generated module small.      *)
+(*                                                                         *)
+(* Invariants on a trace (`kreplica conform --invariant NAME`): the config *)
+(* may set TraceInvariants to names of the spec's state predicates (those   *)
+(* `Invariant` knows).  A state of the trace in which one of them is false *)
+(* ends its branch, as a mismatch does, and a diagnostic run prints which  *)
+(* ones (kreplica-invariant).  So a trace conforms only if some behaviour  *)
+(* consumes it whole with every one of them true in every state.           *)
 (***************************************************************************)
 EXTENDS KafkaReplication, TraceData, TraceAgreement
 
@@ -98,7 +105,7 @@ Current ==
 
 ReplicaActions == {"FollowerSendFetch", "FollowerTruncateToHighWatermark",
                    "FollowerSendOffsetsForLeaderEpoch", "ControllerDetectFailure",
-                   "ControllerElectLeader", "Crash", "UncleanShutdown", "FailLogDir",
+                   "ControllerElectLeader", "Reregister", "Crash", "UncleanShutdown", "FailLogDir",
                    "HaltOnLogDirFailure", "Restart", "Flush", "CheckpointHighWatermarks"}
 
 \* The spec action named `name`, taken by the replica `r`.
@@ -108,6 +115,7 @@ ReplicaAction(name, r) ==
       [] name = "FollowerSendOffsetsForLeaderEpoch" -> FollowerSendOffsetsForLeaderEpoch(r)
       [] name = "ControllerDetectFailure" -> ControllerDetectFailure(r)
       [] name = "ControllerElectLeader" -> ControllerElectLeader(r)
+      [] name = "Reregister" -> Reregister(r)
       [] name = "Crash" -> Crash(r)
       [] name = "UncleanShutdown" -> UncleanShutdown(r)
       [] name = "FailLogDir" -> FailLogDir(r)
@@ -167,6 +175,44 @@ LoggedAction(ev) ==
     /\ action'.name = ev.e
     /\ action'.args = ev.a
 
+\* The spec's state predicates a trace can be checked against, by name
+\* (kreplica reads the names from here: a new one needs only its line).  Not
+\* TypeOK: its bounds are the model's (MaxEpoch, MaxRecords), which a trace
+\* check lifts, and TLC would build the set 0..MaxEpoch to test membership;
+\* kreplica checks the types of every trace before TLC reads it.
+Invariant(name) ==
+    CASE name = "HighWatermarkWithinLog" -> HighWatermarkWithinLog
+      [] name = "AckedRecordsNeverLost" -> AckedRecordsNeverLost
+      [] name = "CommittedRecordsOnIsr" -> CommittedRecordsOnIsr
+      [] name = "ConsistentReads" -> ConsistentReads
+      [] name = "LogMatching" -> LogMatching
+      [] name = "FollowersMatchLeader" -> FollowersMatchLeader
+      [] name = "EpochCacheOrdered" -> EpochCacheOrdered
+      [] name = "EpochCacheMatchesLog" -> EpochCacheMatchesLog
+      [] name = "NeverCommitted" -> NeverCommitted
+      [] name = "NeverAckedOnNewLeader" -> NeverAckedOnNewLeader
+      [] name = "NeverTruncatedAfterLeaderChange" -> NeverTruncatedAfterLeaderChange
+      [] name = "NeverLostToUncleanShutdown" -> NeverLostToUncleanShutdown
+      [] name = "NeverResetOutOfRange" -> NeverResetOutOfRange
+      [] name = "NeverStartedAtLeaderLogStart" -> NeverStartedAtLeaderLogStart
+      [] name = "NeverDownWithStaleCheckpoint" -> NeverDownWithStaleCheckpoint
+      [] name = "NeverHostedWithoutEpoch" -> NeverHostedWithoutEpoch
+      [] name = "NeverAnsweredStorageError" -> NeverAnsweredStorageError
+      [] name = "Replicated" -> Replicated
+
+\* The invariants every state of the trace must satisfy: none, unless the
+\* config sets it (a definition, not a CONSTANT: a config need not name it).
+TraceInvariants == {}
+
+\* Those of them that are false in the current state.
+Broken == {name \in TraceInvariants : ~Invariant(name)}
+
+\* The branch goes on only if none is false (`broken`) in the state at position
+\* `step`; a diagnostic run prints those that are.
+InvariantsHold(broken, step) ==
+    IF broken = {} THEN TRUE
+    ELSE Diagnose /\ PrintT(<<"kreplica-invariant", trace, step, broken>>) /\ FALSE
+
 -----------------------------------------------------------------------------
 
 \* The first state of trace t is the spec's Init.
@@ -176,6 +222,7 @@ TraceInit ==
     /\ Init
     /\ IF MatchesInit(trace, Event(trace, 0)) THEN TRUE
        ELSE Diagnose /\ PrintT(<<"kreplica-init-mismatch", trace, Current>>) /\ FALSE
+    /\ InvariantsHold(Broken, 0)
     /\ Diagnose => PrintT(<<"kreplica-reached", trace, 0>>)
     /\ LastEvent(trace) = 0 => PrintT(<<"kreplica-conforms", trace>>)
 
@@ -189,6 +236,7 @@ TraceNext ==
           ELSE Diagnose /\ PrintT(<<"kreplica-mismatch", trace, cursor + 1, Successor>>) /\ FALSE
     /\ trace' = trace
     /\ cursor' = cursor + 1
+    /\ InvariantsHold(Broken', cursor + 1)
     /\ Diagnose => PrintT(<<"kreplica-reached", trace, cursor + 1>>)
     /\ cursor + 1 = LastEvent(trace) => PrintT(<<"kreplica-conforms", trace>>)
 

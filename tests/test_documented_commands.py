@@ -162,6 +162,9 @@ RUN = {
     "kreplica fuzz --bug early-ack --no-unclean": 1,
     "kreplica fuzz --bug no-leso-guard --fault elect --max-faults 2 --seed 1": 1,
     "kreplica conform traces/golden/S1_HwTruncation.itf.json --variant truncation=hw": 0,
+    "kreplica conform traces/golden/Acks1Loss.itf.json --variant acks=1": 0,
+    "kreplica conform traces/golden/Acks1Loss.itf.json --variant acks=1 --invariant "
+    "AckedRecordsNeverLost": 1,
 }
 """The quick documented commands, run for real, and the exit code the docs promise for each
 (0: conforms, as expected, nothing found; 1: differs, or a violation found and shrunk)."""

@@ -54,14 +54,21 @@ from kreplica.conformance.validate.results import (
 )
 from kreplica.conformance.validate.sources import local_files
 from kreplica.conformance.validate.tlcdata import build_reader, default_cache_dir
-from kreplica.conformance.validate.tracecheck import ERROR, VIOLATES, CheckSettings, SpecParams
+from kreplica.conformance.validate.tracecheck import (
+    ERROR,
+    VIOLATES,
+    CheckSettings,
+    SpecParams,
+    invariant_names,
+)
 from kreplica.conformance.validate.why import why_text
 from kreplica.impl.variants import Variant, VariantError, not_in_spec, parse_variant
 
 EPILOG = """\b
 Exit codes:
   0  every trace conforms
-  1  some trace violates the spec (and none failed to be checked)
+  1  some trace violates the spec, or an --invariant (and none failed to
+     be checked)
   2  errors: a trace could not be checked (malformed, unknown names, TLC
      crashed or timed out), or bad input: no traces, a bad option, no Java,
      an --out in use by another run
@@ -69,11 +76,12 @@ Exit codes:
 \b
 Results (in --out): results.parquet and results.json (one row per trace:
 trace_id, verdict, events, step, action, args, variables, diff, reason,
-seconds), junit.xml (one test case per trace) and manifest.json (the run:
-variant, spec hash, version, times, inputs, counts, command line). A run
-writes them into a directory of its own and renames it to --out when it is
-complete, replacing an older set whole; an interrupted run leaves the older
-set as it was. One run at a time per --out (a lock, <out>.lock, beside it).
+seconds, note, why_line, why, why_values, invariant), junit.xml (one test
+case per trace) and manifest.json (the run: variant, invariants, spec hash,
+version, times, inputs, counts, command line). A run writes them into a
+directory of its own and renames it to --out when it is complete, replacing
+an older set whole; an interrupted run leaves the older set as it was. One
+run at a time per --out (a lock, <out>.lock, beside it).
 """
 
 
@@ -105,6 +113,23 @@ def _params(
     return SpecParams(variant=variant, min_insync_replicas=min_isr, fetch_max_records=fetch)
 
 
+def _invariants(names: tuple[str, ...], spec_dir: Path) -> tuple[str, ...]:
+    """--invariant's names, each once, in order; one line for a name the trace spec cannot
+    check (`tracecheck.invariant_names`), before anything runs."""
+    known = invariant_names(spec_dir)
+    for name in names:
+        if name not in known:
+            what = f"unknown invariant {name!r}"
+            if name == "TypeOK":  # the model's bounds; shapes.py checks a trace's types
+                what = "TypeOK is not checked on traces (their types are, before TLC)"
+            raise click.BadParameter(
+                f"{what}: a trace can be checked against "
+                f"{', '.join(known) or 'none (the trace spec defines no Invariant)'}",
+                param_hint="'--invariant'",
+            )
+    return tuple(dict.fromkeys(names))
+
+
 def _progress_bar(console: Console) -> Progress:
     return Progress(
         TextColumn("checking"),
@@ -132,6 +157,8 @@ def _report(summary: Summary, seconds: float, out: Path, console: Console) -> No
         rejected = Table("trace", "step", "logged action", "differs", title="first rejections")
         for row in summary.rejected:
             variables = ", ".join(row["variables"] or []) or "(action not enabled)"
+            if row.get("invariant"):
+                variables = f"invariant {row['invariant']}"
             rejected.add_row(Text(row["trace_id"], overflow="fold"), str(row["step"]),
                              Text(f"{row['action']} {row['args']}"), Text(variables))  # fmt: skip
         console.print(rejected)
@@ -229,6 +256,7 @@ def _record(paths: tuple[str, ...], settings: CheckSettings, run: ResultSet) -> 
         "bugs": sorted(params.variant.bugs),
         "min_insync_replicas": params.min_insync_replicas,
         "fetch_max_records": params.fetch_max_records,
+        "invariants": list(params.invariants),
         "spec_dir": str(settings.spec_dir),
         "spec_sha256": hashes.pop("all"),
         "spec_files_sha256": hashes,
@@ -300,6 +328,17 @@ def _first_line(err: Exception) -> str:
 )
 @click.option("--bug", "bugs", multiple=True, metavar="NAME", help="Seeded bug in the spec.")
 @click.option(
+    "--invariant",
+    "invariants",
+    multiple=True,
+    metavar="NAME",
+    help="Also check that every state of each trace satisfies this state predicate of the "
+    "spec (repeatable), e.g. AckedRecordsNeverLost, CommittedRecordsOnIsr, LogMatching: a "
+    "trace the spec allows that cannot take a step without making it false violates there "
+    "(the invariant column names it). A trace the spec does not allow is rejected at its "
+    "first unexplained step, if that comes first.",
+)
+@click.option(
     "--min-isr",
     type=click.IntRange(min=1),
     default=1,
@@ -347,6 +386,7 @@ def conform_command(
     workers: int, variants: tuple[str, ...], bugs: tuple[str, ...], min_isr: int,
     fetch_max_records: int, tlc_timeout: float, reader: str, why: int, spec_dir: Path | None,
     java: str | None, jar: Path | None, confs: tuple[str, ...] = (),
+    invariants: tuple[str, ...] = (),
 ) -> int:  # fmt: skip
     """Check that recorded traces conform to the spec: TLC walks each one.
 
@@ -355,12 +395,15 @@ def conform_command(
     checked against the spec's Init and Next with the logged actions; a rejected trace is
     reported with its first unexplained step, the logged action there, the variables that
     differ from every successor the spec allows, and (--why) the conjunct of the action's
-    definition that is false, with the values of the names it mentions.
+    definition that is false, with the values of the names it mentions. With --invariant, a
+    trace the spec allows is also rejected at the first step that no behaviour of the spec
+    takes with the invariant true (docs/conformance.md, "Invariants on a trace").
     """
     spec = resolve_spec_dir(spec_dir)
     spark_conf = _spark_conf(confs, no_spark)
     check_output_dir(out, "results to")
     params = _params(variants, bugs, min_isr, fetch_max_records)
+    params = replace(params, invariants=_invariants(invariants, spec))
     tlc = TlcOptions(
         java=find_java(java),
         jar=find_tla2tools(jar),

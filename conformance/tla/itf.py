@@ -293,13 +293,16 @@ def _decode_state(raw: Any, index: int, variables: list[str], source: str) -> It
     meta = raw.get("#meta", {})
     if not isinstance(meta, dict):
         raise TraceError(f"{where}: '#meta' must be a JSON object")
-    missing = [v for v in variables if v not in raw]
+    omitted = meta.get("omitted", [])
+    if omitted and (index == 0 or not isinstance(omitted, list)):
+        raise TraceError(f"{where}: '#meta'.omitted must be a list, and the first state omits none")
+    missing = [v for v in variables if v not in raw and v not in omitted]
     if missing:
         raise TraceError(f"{where}: missing variable {missing[0]!r}")
     extra = [k for k in raw if k != "#meta" and k not in variables]
     if extra:
         raise TraceError(f"{where}: variable {extra[0]!r} is not declared in 'vars'")
-    values = {v: from_itf(raw[v], f"{where}, variable {v!r}") for v in variables}
+    values = {v: from_itf(raw[v], f"{where}, variable {v!r}") for v in variables if v in raw}
     action, args = _decode_step(meta, where)
     rest = {k: v for k, v in meta.items() if k not in ("index", "action", "args")}
     return ItfState(values=values, action=action, args=args, meta=rest)

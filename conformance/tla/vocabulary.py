@@ -24,6 +24,7 @@ ACTION_ARGS: dict[str, frozenset[str]] = {
     "LeaderShrinkIsr": frozenset({"replica", "followers"}),
     "ControllerDetectFailure": frozenset({"replica"}),
     "ControllerElectLeader": frozenset({"replica"}),
+    "Reregister": frozenset({"replica"}),
     "Crash": frozenset({"replica"}),
     "UncleanShutdown": frozenset({"replica"}),
     "FailLogDir": frozenset({"replica"}),

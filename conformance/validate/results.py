@@ -58,6 +58,7 @@ COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("why_line", pa.int64()),
     ("why", pa.string()),
     ("why_values", pa.string()),
+    ("invariant", pa.string()),
 )
 SCHEMA = pa.schema(list(COLUMNS))
 PARQUET = "results.parquet"
@@ -173,7 +174,11 @@ def _testcase(row: dict[str, Any]) -> str:
     body = escape(printable(row["diff"] or row["reason"] or ""))
     if row.get("why"):
         body += escape(printable("\nwhy: " + why_text(row)))
-    return f"{head}>\n    <{kind} message={message}>{body}</{kind}>\n  </testcase>\n"
+    invariant = ""
+    if row.get("invariant"):  # the violated invariants, by name, for tools that read properties
+        value = quoteattr(printable(str(row["invariant"])))
+        invariant = f'    <properties><property name="invariant" value={value}/></properties>\n'
+    return f"{head}>\n{invariant}    <{kind} message={message}>{body}</{kind}>\n  </testcase>\n"
 
 
 def write_junit(results: Path, out: Path, summary: Summary) -> None:

@@ -7,13 +7,18 @@ does not print are run again, in one diagnostic TLC run, which prints every step
 every successor of the logged action that does not agree with the trace; from those this
 module pinpoints the first step no spec action explains and the variables that differ.
 
+With invariants (`SpecParams.invariants`, `--invariant`), a state that breaks one ends its
+branch too, and the diagnostic run also prints where; `invariants` holds the rule that tells
+an invariant's violation from a step no action explains.
+
 Every input gets exactly one `TraceResult`: conforms, violates, or error (malformed input,
 unknown names, TLC crashed or timed out).
 
-Why one module of about 670 lines (over the house's 600): its four sections (reading and
+Why one module of about 800 lines (over the house's 600): its four sections (reading and
 rendering, the TLC run, the diagnosis, the whole check) are one pipeline over `Prepared` and
 `Printed`, and the rule that every input gets one row of its own runs through all four. The
-first section, which depends on nothing below it, is the one to move out when it grows.
+first section, which depends on nothing below it, is the one to move out when it grows (what
+invariants need without TLC already lives in `invariants`).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from kreplica.conformance.tla.vocabulary import (
     INIT_ACTION,
     VARIABLES,
 )
-from kreplica.conformance.validate import tlcdata
+from kreplica.conformance.validate import invariants, tlcdata
 from kreplica.conformance.validate.shapes import ShapeError, check_shapes
 from kreplica.conformance.validate.sources import UNREADABLE, variant_note
 from kreplica.conformance.validate.trace_events import hidden, trace_events
@@ -80,6 +85,10 @@ class TraceResult:
     """That conjunct's text."""
     why_values: str = ""
     """The values of the names it mentions: a JSON object, name to TLA+ value."""
+    invariant: str = ""
+    """Of a trace that is a behaviour of the spec as far as `step` but cannot take that step
+    without breaking an invariant it is checked against (`SpecParams.invariants`): the names
+    of those it breaks there, comma-separated; "" otherwise."""
 
     def row(self) -> dict[str, Any]:
         """A plain dict (one result row)."""
@@ -99,6 +108,9 @@ class SpecParams:
     fire_and_forget: bool = True
     record_deletion: bool = True
     log_dir_failures: bool = True
+    invariants: tuple[str, ...] = ()
+    """The spec's state predicates every state of a trace must satisfy (`--invariant`), by
+    name (`invariant_names`); none: the trace is checked as a behaviour only."""
 
 
 UNKNOWN = -1
@@ -343,12 +355,18 @@ def tlc_config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f"    RecordDeletion = {_tla_bool(params.record_deletion)}",
             f"    LogDirFailures = {_tla_bool(params.log_dir_failures)}",
             f"    Diagnose = {_tla_bool(diagnose)}",
+            *invariants.config_lines(params.invariants),
             "INIT TraceInit",
             "NEXT TraceNext",
             "VIEW TraceView",
             "",
         ]
     )
+
+
+def invariant_names(spec_dir: Path) -> list[str]:
+    """The state predicates of the spec a trace can be checked against (`--invariant`)."""
+    return invariants.names_in((spec_dir / f"{TRACE_MODULE}.tla").read_text(encoding="utf-8"))
 
 
 def write_batch(
@@ -408,6 +426,9 @@ class Printed:
     """Events of each trace, as the Java reader counted them."""
     invalid: dict[int, str] = field(default_factory=dict)
     """Traces the Java reader refused, and why."""
+    invariants: dict[tuple[int, int], set[str]] = field(default_factory=dict)
+    """(trace, step): the invariants false in a state the logged action led to there from a
+    state in which they all held (a diagnostic run with invariants)."""
 
 
 def parse_printed(output: str) -> Printed:
@@ -432,6 +453,10 @@ def parse_printed(output: str) -> Printed:
             found.events[number] = value[2]
         elif kind == "kreplica-invalid":
             found.invalid[number] = str(value[2])
+        elif kind == "kreplica-invariant":
+            step, names = value[2], value[3]
+            assert isinstance(step, int) and isinstance(names, frozenset)
+            found.invariants.setdefault((number, step), set()).update(str(n) for n in names)
     return found
 
 
@@ -597,15 +622,75 @@ def check_prepared(batch: Sequence[Prepared], settings: CheckSettings) -> list[T
             rejected, settings.params, settings.spec_dir, settings.tlc, True, settings.reader
         )
         failed = _tlc_failed(again)
+        undecided: list[tuple[Prepared, invariants.Blocked]] = []
         for n, p in enumerate(rejected, start=1):
-            results[batch.index(p) + 1] = (
-                TraceResult(
+            index = batch.index(p) + 1
+            blocked = None if failed else _blocked(n, found)
+            if failed:
+                results[index] = TraceResult(
                     p.trace_id, ERROR, p.events, reason=f"diagnosis: {failed}", seconds=seconds
                 )
-                if failed
-                else _diagnosed(p, n, found, seconds)
-            )
+            elif blocked is None:  # no invariant, or none broken: the diagnosis as before
+                results[index] = _diagnosed(p, n, found, seconds)
+            elif blocked.certain:
+                results[index] = _invariant_row(p, blocked, settings, seconds)
+            else:
+                undecided.append((p, blocked))
+        for p, row in _settle(undecided, settings, seconds):
+            results[batch.index(p) + 1] = row
     return [results[n] for n in range(1, len(batch) + 1)]
+
+
+def _blocked(number: int, printed: Printed) -> invariants.Blocked | None:
+    """Where the invariants stopped trace `number` of a diagnostic run (`invariants`)."""
+    broken = {step: names for (n, step), names in printed.invariants.items() if n == number}
+    return invariants.blocked_at(broken, printed.reached.get(number))
+
+
+def _settle(
+    undecided: Sequence[tuple[Prepared, invariants.Blocked]],
+    settings: CheckSettings,
+    seconds: float,
+) -> list[tuple[Prepared, TraceResult]]:
+    """The rows of traces whose block is uncertain: one more diagnostic run, without
+    invariants, says whether they get past the blocked step as behaviours (`invariants`)."""
+    if not undecided:
+        return []
+    traces = [p for p, _ in undecided]
+    params = replace(settings.params, invariants=())
+    result, found = run_batch(traces, params, settings.spec_dir, settings.tlc, True,
+                              settings.reader)  # fmt: skip
+    failed = _tlc_failed(result)
+    rows = []
+    for n, (p, blocked) in enumerate(undecided, start=1):
+        if failed:
+            row = TraceResult(
+                p.trace_id, ERROR, p.events, reason=f"diagnosis: {failed}", seconds=seconds
+            )
+        elif invariants.settled(blocked, n in found.conforms, found.reached.get(n)):
+            row = _invariant_row(p, blocked, settings, seconds)
+        else:
+            row = _diagnosed(p, n, found, seconds)
+        rows.append((p, row))
+    return rows
+
+
+def _invariant_row(
+    p: Prepared, blocked: invariants.Blocked, settings: CheckSettings, seconds: float
+) -> TraceResult:
+    """The row of a trace that cannot take step `blocked.step` without breaking an invariant
+    (or the error row of a trace that cannot be read in Python)."""
+    try:
+        action, args = INIT_ACTION, "{}"
+        if blocked.step > 0:
+            state = p.trace.states[blocked.step]
+            action = str(state.action)
+            args = json.dumps({k: _json(v) for k, v in state.args.items()}, sort_keys=True)
+    except Exception as err:  # one trace's problem, its own row says why
+        return _error_row(p, err, _events(p), seconds)
+    reason, names = invariants.reason(blocked, settings.params.invariants, action, args)
+    return TraceResult(p.trace_id, VIOLATES, p.events, blocked.step, action, args,
+                       reason=reason, seconds=seconds, invariant=names)  # fmt: skip
 
 
 def _diagnosed(p: Prepared, number: int, printed: Printed, seconds: float) -> TraceResult:

@@ -555,6 +555,8 @@ def explain_rejections(
             return
         if result.verdict != VIOLATES or not result.step or result.action is None:
             continue
+        if result.invariant:  # the logged action is allowed there: no conjunct of it is false
+            continue
         budget -= 1
         try:
             found = _why_of(trace_id, text, result.step, result.action, settings)
@@ -569,7 +571,7 @@ def _why_of(
     trace_id: str, text: str, step: int, action: str, settings: CheckSettings
 ) -> Why | None:
     p = full_prepare(trace_id, text)
-    params = settings.params
+    params = replace(settings.params, invariants=())  # the step the action does not explain
     if p.min_isr is not None:
         params = replace(params, min_insync_replicas=p.min_isr)
     states = p.trace.states

@@ -506,16 +506,23 @@ final class TraceDataJson {
                             + "' is not declared in 'vars'");
                 }
             }
+            Set<String> omitted = omitted(index, meta);
+            List<String> missing = new ArrayList<>();
             List<UniqueString> names = new ArrayList<>();
             List<Value> values = new ArrayList<>();
             for (String v : observed) {
                 Node now = state.get(v);
                 if (now == null) {
+                    if (omitted.contains(v)) {  // left out of this one state: unconstrained
+                        missing.add(v);
+                        continue;
+                    }
                     throw new Invalid("state " + index + ": missing variable '" + v + "'");
                 }
                 // The parser shares the value of a variable whose text repeats the state
                 // before (Parser.repeated), so the same value means unchanged.
-                if (previous == null || previous.get(v).value != now.value) {
+                Node before = previous == null ? null : previous.get(v);
+                if (before == null || before.value != now.value) {
                     Value value = convert(now, 0);
                     Shape shape = vocabulary == null ? null : vocabulary.shapes.get(v);
                     if (shape != null && !shape.fits(value, checked)) {
@@ -542,9 +549,36 @@ final class TraceDataJson {
             Value changed = names.isEmpty() ? TupleValue.EmptyTuple
                     : new RecordValue(names.toArray(new UniqueString[names.size()]),
                             values.toArray(new Value[values.size()]), false);
+            if (!missing.isEmpty()) {
+                UniqueString[] fields = {name("e"), name("a"), name("v"), name("o")};
+                Value[] parts = {new StringValue(action), args, changed, stringSet(missing)};
+                return new RecordValue(fields, parts, false);
+            }
             UniqueString[] fields = {name("e"), name("a"), name("v")};
             Value[] parts = {new StringValue(action), args, changed};
             return new RecordValue(fields, parts, false);
+        }
+
+        /** The variables a state's '#meta'.omitted leaves out of it (none in the first). */
+        private Set<String> omitted(int index, Map<String, Node> meta) throws Invalid {
+            Node node = meta.get("omitted");
+            if (node == null) {
+                return Set.of();
+            }
+            if (index == 0 || !(node.value instanceof List)) {
+                throw new Invalid("state " + index + ": '#meta'.omitted must be a list of "
+                        + "variable names, and the first state omits none");
+            }
+            Set<String> names = new java.util.HashSet<>();
+            for (Object item : (List<?>) node.value) {
+                Object name = item instanceof Node ? ((Node) item).value : item;
+                if (!(name instanceof String)) {
+                    throw new Invalid("state " + index + ": '#meta'.omitted must be a list of "
+                            + "variable names");
+                }
+                names.add((String) name);
+            }
+            return names;
         }
 
         private void checkAction(int index, String action, Node argsNode) throws Invalid {
