@@ -1,5 +1,7 @@
 """`kreplica explain`: every golden trace drawn as a timeline, in the terminal, as PNG and SVG,
-with the marks where they happen; bad input gets one line and exit 2; a long trace a window."""
+with the marks where they happen; bad input gets one line and exit 2; a long trace a window; a
+real-Kafka trace (40 steps cut from a run where the leader is killed) with its controller lane,
+its wall-clock gaps, its unknown values and its idle fetch round trips folded."""
 
 from __future__ import annotations
 
@@ -16,13 +18,18 @@ from corpus_helpers import REJECTED
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.explain.kafka_words import KAFKA_METHODS, describe
 from kreplica.conformance.explain.rejection import find_row, rejection_of
-from kreplica.conformance.explain.timeline import timeline, with_rejection
+from kreplica.conformance.explain.timeline import duration_text, timeline, with_rejection
 from kreplica.conformance.explain.window import MAX_FRAMES, window
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS, IMPL_ONLY_ACTIONS, INIT_ACTION
 
 GOLDEN = Path(__file__).resolve().parent.parent / "traces" / "golden"
 TRACES = sorted(GOLDEN.glob("*.itf.json"))
+REAL = Path(__file__).resolve().parent / "fixtures" / "explain" / "real-leader-crash.itf.json"
+"""States 78 to 117 of a real run (kreplica's agent; acks=all, the leader killed), renumbered:
+steps 1-21 are idle fetches (400 ms long polls), 22 the crash of broker 1, 23 the controller
+noticing it (a new epoch, leader 2), 24 and 26 the brokers taking epoch 1, 32-34 and 39 steps no
+hook saw the HW at."""
 
 
 def explain(*args: str) -> Result:
@@ -157,6 +164,10 @@ def test_bad_input_is_one_line_and_exit_2(
         (["--html", "x.htm"], "does not end in .html"),
         (["--png", "/no/such/dir/x.png", "--quiet"], "cannot write /no/such/dir/x.png"),
         (["--step", "99"], "the trace has 13 steps"),
+        (["--steps", "9:3"], "9:3 is not A:B"),
+        (["--steps", "five"], "five is not A:B"),
+        (["--steps", "0:13"], "the trace has 13 steps"),
+        (["--steps", "1:2", "--step", "3"], "give --steps or --step, not both"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(args: list[str], message: str) -> None:
@@ -173,6 +184,90 @@ def test_the_terminal_shows_lanes_hw_and_marks() -> None:
     assert re.search(r"1\s+leader e0\s+1 \|\s+1\s+1\s+\{1,2\}", step), step
     assert "! acked record 1 lost by replica 2 (offset 0)" in step
     assert "! CommittedRecordsOnIsr is violated" in step
+
+
+def _block(stdout: str, title: str) -> str:
+    """The terminal's block of one step: its title line up to the next blank line."""
+    return stdout.split("\n" + title, 1)[1].split("\n\n", 1)[0]
+
+
+def test_the_controller_is_a_lane_of_its_own() -> None:
+    """S3: step 2, the controller electing 2 in epoch 1, changes no replica; the controller's
+    lane shows it, and says which fields changed."""
+    line = timeline(read_trace(GOLDEN / "S3_Kip101FastFailover.itf.json"), "S3")
+    before, after = line.frames[1].controller, line.frames[2].controller
+    assert before is not None and after is not None
+    assert (before.leader, before.epoch, after.leader, after.epoch) == (1, 0, 2, 1)
+    assert after.changed == {"leader", "epoch"} and not before.changed
+    assert all(not lane.changed for lane in line.frames[2].lanes)
+    result = explain(str(GOLDEN / "S3_Kip101FastFailover.itf.json"))
+    assert re.search(r"controller\s+leader 2 epoch 1\s+live \{1,2\}\s+\{1,2\}",
+                     _block(result.stdout, "step 2: "))  # fmt: skip
+
+
+# ---------------------------------------------------------------- a real-Kafka trace
+
+
+def test_a_real_trace_is_drawn_with_its_controller_and_time_gaps(tmp_path: Path) -> None:
+    """The terminal: each step's gap since the one before and time since the first, the idle
+    fetches folded into one row whose 4 s gap stands out, the controller's new epoch and
+    leader at step 23, a `?` for an HW no hook saw, where each step was seen. The PNG and the
+    SVG draw it too (the SVG with the controller's column and the gaps)."""
+    png, svg = tmp_path / "real.png", tmp_path / "real.svg"
+    result = explain(str(REAL), "--png", str(png), "--svg", str(svg))
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "real Kafka 2.6.3, kreplica agent: the variables it does not observe: " in out
+    assert "26 fetch steps that change nothing observable folded into 3 rows" in out
+    assert ("steps 1 to 21 [+4.028 s long gap, t 4.028 s]: 21 fetch steps that change nothing "
+            "observable: FollowerSendFetch ×21") in out  # fmt: skip
+    crash = _block(out, "step 22 [+319.6 ms, t 4.348 s]: broker 1 crashes")
+    assert "seen at broker-2/events.jsonl:150 addLeaderAndIsrRequest" in crash
+    assert re.search(r"controller\s+leader 1 epoch 0\s+live \{1,2,3\}\s+\{1,2,3\}", crash)
+    detect = _block(out, "step 23 [+0, t 4.348 s]: KafkaController.onBrokerFailure")
+    assert re.search(r"controller\s+leader 2 epoch 1\s+live \{2,3\}\s+\{2,3\}", detect)
+    assert re.search(r"1\s+down", detect)
+    unseen = _block(out, "step 39 [+41.8 ms, t 4.613 s]: ")
+    assert re.search(r"3\s+follows 2 e1\s+1 2 3 4 5\s+\?\s+5", unseen), unseen
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    text = svg.read_text()
+    assert "controller" in text and "+319.6 ms" in text and "epoch 1" in text
+
+
+def test_a_real_trace_s_timeline() -> None:
+    """Hidden variables are not drawn and judge no invariant; an omitted HW is the last one
+    seen, flagged unknown, and no change; the gaps come from `#meta.nano`."""
+    line = timeline(read_trace(REAL), "real")
+    assert line.real and line.timed and "acked" in line.hidden
+    assert line.first_violation is None
+    crash, detect = line.frames[22], line.frames[23]
+    assert crash.gap is not None and duration_text(crash.gap) == "319.6 ms"
+    assert detect.gap == 0 and not line.long(crash) and line.long(window(line).frames[1])
+    assert detect.controller is not None and detect.controller.epoch == 1
+    assert detect.controller.changed == {"leader", "epoch", "isr", "live"}
+    assert [n for n, _, _ in detect.changed] == ["ctrlEpoch", "ctrlIsr", "ctrlLeader", "ctrlLive"]
+    assert crash.lanes[0].changed == {"role", "isr"} and not crash.lanes[0].alive
+    unseen = line.frames[32]
+    assert unseen.omitted == ("hw",) and not unseen.changed
+    assert all(lane.unknown == {"hw"} and lane.hw_text == "?" for lane in unseen.lanes)
+    assert [lane.hw for lane in unseen.lanes] == [lane.hw for lane in line.frames[31].lanes]
+    assert ("hw", "[5,5,4]", "[5,5,5]") in line.frames[35].changed
+    assert [f.index for f in window(line, folded=False).frames] == list(range(40))
+    rows = window(line).frames
+    assert [(f.index, f.last) for f in rows if f.folded] == [(1, 21), (32, 34), (36, 37)]
+
+
+def test_a_window_of_steps_and_the_long_gap_threshold() -> None:
+    """--steps A:B shows those steps (folded or not); --long-gap sets what stands out."""
+    result = explain(str(REAL), "--steps", "20:26", "--no-fold", "--long-gap", "300")
+    assert result.exit_code == 0, result.output
+    assert "steps 20 to 26 of 39 shown" in result.stdout
+    shown = re.findall(r"^step (\d+) \[", result.stdout, re.MULTILINE)
+    assert shown == [str(i) for i in range(20, 27)]
+    assert "step 22 [+319.6 ms long gap, t 4.348 s]" in result.stdout
+    assert "step 21 [+1.0 ms, t 4.028 s]" in result.stdout
+    folded = explain(str(REAL), "--steps", ":5", "--quiet")
+    assert folded.exit_code == 0, folded.output
 
 
 # ---------------------------------------------------------------- a trace conform rejected

@@ -171,3 +171,71 @@ def test_a_rejected_trace_says_where_and_why(
     assert _shown(browser) == 0
     browser.find_element(By.ID, "to-rejected").click()
     assert _shown(browser) == 7
+
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "explain" / "real-leader-crash.itf.json"
+"""40 steps of a real run (tests/test_explain.py says which)."""
+
+
+def _fields(browser: WebDriver) -> dict[str, tuple[str, bool]]:
+    """The controller lane's fields: text, and whether the step changed it."""
+    return {
+        f.get_attribute("data-field") or "": (f.text, "changed" in (f.get_attribute("class") or ""))
+        for f in browser.find_elements(By.CSS_SELECTOR, "#controller .field")
+    }
+
+
+def test_the_controller_lane_shows_what_the_step_changed(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    """S3's step 2 (the controller elects 2 in epoch 1) changes only the controller's lane."""
+    _open(browser, GOLDEN / "S3_Kip101FastFailover.itf.json", tmp_path)
+    browser.find_elements(By.CSS_SELECTOR, "#strip .tick")[2].click()
+    assert _fields(browser) == {
+        "leader": ("leader 2", True),
+        "epoch": ("epoch 1", True),
+        "isr": ("ISR {1,2}", False),
+        "live": ("live {1,2}", False),
+    }
+    assert not browser.find_elements(By.CSS_SELECTOR, "#lanes .changed")
+
+
+def test_a_real_trace_shows_gaps_folds_and_unknown_values(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    """The real trace's page: the idle fetches folded into one step whose 4 s gap stands out
+    (tick and time), the controller's new epoch at the step its failure detection, where each
+    step was seen, and `HW ?` where no hook saw the HW."""
+    page = tmp_path / "real.html"
+    result = CliRunner().invoke(main, ["explain", str(REAL), "--quiet", "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    browser.get(page.as_uri())
+    assert (
+        "real Kafka 2.6.3, kreplica agent: it does not observe"
+        in browser.find_element(By.CSS_SELECTOR, ".note").text
+    )
+    ticks = browser.find_elements(By.CSS_SELECTOR, "#strip .tick")
+    assert len(ticks) == 17  # 40 steps, 26 of them in 3 folded rows
+    classes = ticks[1].get_attribute("class") or ""
+    assert "long" in classes and "folded" in classes
+    ticks[1].click()
+    assert browser.find_element(By.ID, "step").text == "steps 1 to 21"
+    time = browser.find_element(By.ID, "time")
+    assert time.text == "+4.028 s, t 4.028 s" and "long" in (time.get_attribute("class") or "")
+    ticks[3].click()
+    assert _shown(browser) == 23 and browser.find_element(By.ID, "time").text == "+0, t 4.348 s"
+    assert _fields(browser) == {
+        "leader": ("leader 2", True),
+        "epoch": ("epoch 1", True),
+        "isr": ("ISR {2,3}", True),
+        "live": ("live {2,3}", True),
+    }
+    assert "broker-2/events.jsonl:150" in browser.find_element(By.ID, "source").text
+    ticks[2].click()  # the crash, the step before: epoch 0, nothing changed at the controller
+    assert _fields(browser)["epoch"] == ("epoch 0", False)
+    ticks[-1].click()
+    assert _shown(browser) == 39
+    assert "not observed at this step: hw" in browser.find_element(By.ID, "source").text
+    lanes = browser.find_elements(By.CSS_SELECTOR, "#lanes .lane")
+    assert all("HW ?, LEO 5" in lane.text for lane in lanes)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#lanes .hw.unknown")) == 3

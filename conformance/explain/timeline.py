@@ -8,6 +8,16 @@ what is highlighted is decided once, here, from the spec's variables:
 - `hw-back`: a replica's high watermark moved back;
 - `invariant`: the first step after which one of the spec's invariants is false (the rule
   `checked_violations` applies: after a power loss only those the spec proves under it).
+
+Beside the replicas, the controller's own view (`ctrlLeader`, `ctrlEpoch`, `ctrlIsr`,
+`ctrlLive`) is a lane of its own, for every trace that has those variables; each lane says which
+of its fields the step changed.
+
+A real-Kafka trace (kreplica's Java agent) observes only some variables: those it never sees
+are left out of `vars` (its `#meta.hidden`), and a state leaves out those no hook saw at that
+step (its `#meta.omitted`). An omitted field is drawn from its last value seen and flagged
+`unknown` (a `?` in the pictures); its invariants are not judged at such a state. Each real
+state's `#meta.nano` (CLOCK_MONOTONIC) gives the wall-clock gap since the step before.
 """
 
 from __future__ import annotations
@@ -26,6 +36,37 @@ State = dict[str, Any]
 
 REQUIRED = ("log", "hw", "leader", "leaderEpoch")
 """The variables a timeline cannot be drawn without."""
+
+NO_LEADER = -1
+"""The spec's NoLeader (a replica, or the controller, that knows no leader)."""
+
+NOT_HOSTED = -2
+"""The spec's NotHosted: the leaderEpoch of a broker that hosts no Partition (restarted, no
+LeaderAndIsr since)."""
+
+LANE_FIELDS = {"log": "log", "hw": "hw", "leader": "role", "leaderEpoch": "role",
+               "alive": "role", "isr": "isr"}  # fmt: skip
+"""The spec variable behind each field of a replica's lane (`Lane.unknown`, `Lane.changed`)."""
+
+CONTROLLER_FIELDS = {"ctrlLeader": "leader", "ctrlEpoch": "epoch", "ctrlIsr": "isr",
+                     "ctrlLive": "live"}  # fmt: skip
+"""The spec variable behind each field of the controller's lane."""
+
+LONG_GAP_NS = 500_000_000
+"""A gap between two steps that stands out (500 ms: Kafka's replica.fetch.wait.max.ms, the
+longest a fetch waits at the leader; a longer gap is more than replication's own rhythm)."""
+
+
+def duration_text(ns: int) -> str:
+    """A duration in nanoseconds as `850 µs`, `12.3 ms` or `6.021 s` (`0`: none)."""
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns == 0:
+        return "0"
+    if ns < 1_000_000:
+        return f"{sign}{ns / 1e3:.0f} µs"
+    if ns < 1_000_000_000:
+        return f"{sign}{ns / 1e6:.1f} ms"
+    return f"{sign}{ns / 1e9:.3f} s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +93,21 @@ class Lane:
     alive: bool
     isr: frozenset[int]
     """The ISR this replica keeps (a leader's view; empty for a follower)."""
+    unknown: frozenset[str] = frozenset()
+    """The fields no observation gave at this step ('log', 'hw', 'role', 'isr'; a real trace's
+    `#meta.omitted`): their values are the last ones seen, drawn as unknown."""
+    changed: frozenset[str] = frozenset()
+    """The fields this step changed ('log', 'hw', 'role', 'isr')."""
+
+    @property
+    def hosted(self) -> bool:
+        """The broker hosts the Partition (its leaderEpoch is not NotHosted)."""
+        return self.epoch != NOT_HOSTED
+
+    @property
+    def hw_text(self) -> str:
+        """The HW, or `?` when no observation gave it at this step."""
+        return "?" if "hw" in self.unknown else str(self.hw)
 
     @property
     def leads(self) -> bool:
@@ -62,6 +118,39 @@ class Lane:
     def isr_text(self) -> str:
         """The ISR it keeps, as `{1,2}`."""
         return "{" + ",".join(map(str, sorted(self.isr))) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    """The controller's view at one step: the leader it elected (NO_LEADER: none), its leader
+    epoch, the ISR it keeps in ZooKeeper and the brokers it believes alive (None: the trace
+    has no such variable), which of them this step changed, and which no observation gave."""
+
+    leader: int
+    epoch: int
+    isr: frozenset[int] | None
+    live: frozenset[int] | None
+    changed: frozenset[str] = frozenset()
+    """The fields this step changed: 'leader', 'epoch', 'isr', 'live'."""
+    unknown: frozenset[str] = frozenset()
+
+    def fields(self) -> tuple[tuple[str, str], ...]:
+        """(field, text) for each field the trace has, e.g. ('epoch', 'epoch 1'); `?` for a
+        value no observation gave."""
+        leader = "none" if self.leader == NO_LEADER else str(self.leader)
+        out = [("leader", f"leader {leader}"), ("epoch", f"epoch {self.epoch}")]
+        if self.isr is not None:
+            out.append(("isr", f"ISR {_set_text(self.isr)}"))
+        if self.live is not None:
+            out.append(("live", f"live {_set_text(self.live)}"))
+        return tuple(
+            (name, text.split(" ")[0] + " ?" if name in self.unknown else text)
+            for name, text in out
+        )
+
+
+def _set_text(values: frozenset[int]) -> str:
+    return "{" + ",".join(map(str, sorted(values))) + "}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +177,32 @@ class Frame:
     acked: frozenset[int]
     marks: tuple[Mark, ...] = ()
     changed: tuple[tuple[str, str, str], ...] = ()
-    """The spec variables this step changed: (name, value before, value after), as ITF JSON."""
+    """The spec variables this step changed: (name, value before, value after), as ITF JSON;
+    before a variable a state omitted, the value last seen."""
+    controller: Controller | None = None
+    """The controller's lane (None: the trace has no `ctrlLeader` and `ctrlEpoch`)."""
+    nano: int | None = None
+    """The CLOCK_MONOTONIC nanoseconds of the event behind the step (a real trace's
+    `#meta.nano`; None: not recorded)."""
+    gap: int | None = None
+    """Nanoseconds since the step before (for a folded row: since the step before its first)."""
+    source: str = ""
+    """Where the step was seen (a real trace's `#meta.source`: FILE:LINE and the hook)."""
+    omitted: tuple[str, ...] = ()
+    """The variables the state leaves out (`#meta.omitted`): no observation gave them."""
+    folded: int = 0
+    """For a row that stands for a run of steps that change nothing observable
+    (`window.fold`): how many steps it stands for beyond its first (0: one step)."""
+
+    @property
+    def last(self) -> int:
+        """The index of the last step the row stands for."""
+        return self.index + self.folded
+
+    @property
+    def quiet(self) -> bool:
+        """The step changes nothing observable and marks nothing (never the first step)."""
+        return self.index > 0 and not self.changed and not self.marks
 
     @property
     def broken(self) -> bool:
@@ -129,6 +243,46 @@ class Timeline:
     frames: tuple[Frame, ...]
     replicas: int
     rejection: Rejection | None = None
+    source: str = ""
+    """Where the trace comes from (its `#meta.source`, e.g. `real Kafka 2.6.3, kreplica
+    agent`)."""
+    hidden: tuple[str, ...] = ()
+    """The spec variables the trace does not observe (its `#meta.hidden`)."""
+    long_gap: int = LONG_GAP_NS
+    """Nanoseconds from which a gap between steps stands out."""
+
+    @property
+    def real(self) -> bool:
+        """The trace observes only some of the spec's variables (a real-Kafka trace)."""
+        return bool(self.hidden)
+
+    @property
+    def timed(self) -> bool:
+        """The steps carry wall-clock stamps."""
+        return any(f.nano is not None for f in self.frames)
+
+    def long(self, frame: Frame) -> bool:
+        """The gap before `frame` stands out."""
+        return frame.gap is not None and frame.gap >= self.long_gap
+
+    def elapsed(self, frame: Frame) -> int | None:
+        """Nanoseconds from the first step to `frame` (None: either has no stamp)."""
+        start = self.frames[0].nano
+        return None if start is None or frame.nano is None else frame.nano - start
+
+    def gap_text(self, frame: Frame) -> str:
+        """`+12.3 ms`: the gap before the row ('' without stamps)."""
+        return "" if frame.gap is None else "+" + duration_text(frame.gap)
+
+    def at_text(self, frame: Frame) -> str:
+        """`t 1.234 s`: the time from the first step to the row ('' without stamps)."""
+        elapsed = self.elapsed(frame)
+        return "" if elapsed is None else f"t {duration_text(elapsed)}"
+
+    def time_text(self, frame: Frame) -> str:
+        """`+12.3 ms, t 1.234 s`: the gap before the row and the time since the first step
+        ('' for a step without a stamp)."""
+        return ", ".join(t for t in (self.gap_text(frame), self.at_text(frame)) if t)
 
     @property
     def first_violation(self) -> int | None:
@@ -140,7 +294,7 @@ class TimelineError(ValueError):
     """A trace that cannot be drawn (a variable it needs is missing or malformed)."""
 
 
-def _lane(s: State, r: int) -> Lane:
+def _lane(s: State, r: int, omitted: frozenset[str] = frozenset()) -> Lane:
     log = s["log"][r - 1]
     cells = tuple(Cell(o, int(e["epoch"]), int(e["record"])) for o, e in enumerate(log))
     alive = s.get("alive")
@@ -155,6 +309,7 @@ def _lane(s: State, r: int) -> Lane:
         epoch=int(s["leaderEpoch"][r - 1]),
         alive=True if alive is None else r in alive,
         isr=frozenset() if isr is None else frozenset(isr[r - 1]),
+        unknown=frozenset(LANE_FIELDS[v] for v in omitted if v in LANE_FIELDS),
     )
 
 
@@ -250,7 +405,8 @@ def _text(value: Any) -> str:
 
 
 def _changed(before: State, after: State) -> tuple[tuple[str, str, str], ...]:
-    """The variables whose value differs, in the trace's order."""
+    """The variables whose value differs, in the trace's order (a variable `after` leaves out
+    has not changed: no observation gave it)."""
     return tuple(
         (name, _text(before[name]), _text(value))
         for name, value in after.items()
@@ -258,19 +414,92 @@ def _changed(before: State, after: State) -> tuple[tuple[str, str, str], ...]:
     )
 
 
-def _frame(index: int, action: str, args: dict[str, Any], s: State, replicas: int) -> Frame:
+def _lane_changes(old: Lane, new: Lane) -> frozenset[str]:
+    changed = {
+        "log": old.cells != new.cells,
+        "hw": old.hw != new.hw,
+        "role": (old.leader, old.epoch, old.alive) != (new.leader, new.epoch, new.alive),
+        "isr": old.isr != new.isr,
+    }
+    return frozenset(name for name, differs in changed.items() if differs)
+
+
+def _controller(s: State, omitted: frozenset[str]) -> Controller | None:
+    if "ctrlLeader" not in s or "ctrlEpoch" not in s:
+        return None
+    isr, live = s.get("ctrlIsr"), s.get("ctrlLive")
+    return Controller(
+        leader=int(s["ctrlLeader"]),
+        epoch=int(s["ctrlEpoch"]),
+        isr=None if isr is None else frozenset(isr),
+        live=None if live is None else frozenset(live),
+        unknown=frozenset(CONTROLLER_FIELDS[v] for v in omitted if v in CONTROLLER_FIELDS),
+    )
+
+
+def _controller_changes(old: Controller | None, new: Controller | None) -> frozenset[str]:
+    if old is None or new is None:
+        return frozenset()
+    pairs = {
+        "leader": (old.leader, new.leader),
+        "epoch": (old.epoch, new.epoch),
+        "isr": (old.isr, new.isr),
+        "live": (old.live, new.live),
+    }
+    return frozenset(name for name, (a, b) in pairs.items() if a != b)
+
+
+def _with_changes(frame: Frame, before: Frame) -> Frame:
+    """The frame with the fields of each lane (and the controller's) that differ from
+    `before`'s."""
+    lanes = []
+    for old, new in zip(before.lanes, frame.lanes, strict=True):
+        changed = _lane_changes(old, new)
+        lanes.append(replace(new, changed=changed) if changed else new)
+    ctrl = frame.controller
+    ctrl_changed = _controller_changes(before.controller, ctrl)
+    if ctrl is not None and ctrl_changed:
+        ctrl = replace(ctrl, changed=ctrl_changed)
+    return replace(frame, lanes=tuple(lanes), controller=ctrl)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _source(meta: dict[str, Any], runs: tuple[str, ...]) -> str:
+    """The state's `#meta.source`, the run's directory left out."""
+    source = meta.get("source")
+    if not isinstance(source, str):
+        return ""
+    for run in runs:
+        source = source.replace(run.rstrip("/") + "/", "")
+    return source
+
+
+def _frame(
+    index: int,
+    action: str,
+    args: dict[str, Any],
+    s: State,
+    replicas: int,
+    omitted: frozenset[str] = frozenset(),
+) -> Frame:
     return Frame(
         index=index,
         action=action,
         args=args,
         words=describe(action, args),
-        lanes=tuple(_lane(s, r) for r in range(1, replicas + 1)),
+        lanes=tuple(_lane(s, r, omitted) for r in range(1, replicas + 1)),
         acked=frozenset(s.get("acked", ())),
+        controller=_controller(s, omitted),
+        omitted=tuple(sorted(omitted)),
     )
 
 
-def timeline(trace: ItfTrace, title: str) -> Timeline:
-    """Every step of `trace` as a frame, with its marks (TimelineError if it cannot be drawn)."""
+def timeline(trace: ItfTrace, title: str, long_gap: int = LONG_GAP_NS) -> Timeline:
+    """Every step of `trace` as a frame, with its marks (TimelineError if it cannot be drawn);
+    a gap of `long_gap` nanoseconds or more between steps stands out."""
     if not trace.states:
         raise TimelineError("the trace has no states")
     missing = [v for v in REQUIRED if v not in trace.states[0].values]
@@ -283,19 +512,44 @@ def timeline(trace: ItfTrace, title: str) -> Timeline:
     frames: list[Frame] = []
     seen: set[str] = set()
     carried: set[str] = set()
-    before: State | None = None
+    known: State = {}  # each variable's last value seen
+    before: State | None = None  # the state before, if it omits nothing
+    runs = tuple(
+        d for d in (trace.meta.get(k) for k in ("run_dir", "run")) if isinstance(d, str) and d
+    )
+    last_nano: int | None = None
     for i, state in enumerate(trace.states):
-        s = state.values
+        omitted = frozenset(v for v in trace.vars if v not in state.values)
+        s = {**known, **state.values} if omitted else state.values
+        action = state.action or ("Init" if i == 0 else "?")
         try:
-            frame = _frame(i, state.action or ("Init" if i == 0 else "?"), state.args, s, replicas)
+            frame = _frame(i, action, state.args, s, replicas, omitted)
         except (KeyError, TypeError, IndexError, ValueError) as err:
             raise TimelineError(f"state {i}: a variable has an unexpected shape ({err})") from None
+        if frames:
+            frame = _with_changes(frame, frames[-1])
         marks = _new_marks(frame, frames[-1], carried) if frames else ()
-        marks = (*marks, *_invariants(s, before, seen))
-        changed = () if before is None else _changed(before, s)
-        frames.append(replace(frame, marks=marks, changed=changed))
-        before = s
-    return Timeline(title, tuple(frames), replicas)
+        if not omitted:  # an invariant is judged on what was observed only
+            marks = (*marks, *_invariants(s, before, seen))
+        changed = () if not known else _changed(known, state.values)
+        nano = _int_or_none(state.meta.get("nano"))
+        gap = None if nano is None or last_nano is None else nano - last_nano
+        frame = replace(frame, marks=marks, changed=changed, nano=nano, gap=gap,
+                        source=_source(state.meta, runs))  # fmt: skip
+        frames.append(frame)
+        known = s
+        before = None if omitted else s
+        last_nano = nano
+    source = trace.meta.get("source")
+    hidden = trace.meta.get("hidden")
+    return Timeline(
+        title,
+        tuple(frames),
+        replicas,
+        source=source if isinstance(source, str) else "",
+        hidden=tuple(str(v) for v in hidden) if isinstance(hidden, list) else (),
+        long_gap=long_gap,
+    )
 
 
 def with_rejection(line: Timeline, rejection: Rejection) -> Timeline:
