@@ -48,7 +48,9 @@ CONSTANTS
     \* @type: Bool;
     RecordDeletion,       \* may clients delete records below the HW (DeleteRecords)?
     \* @type: Bool;
-    LogDirFailures        \* may a broker's log dir fail (its only one: it halts; a crash)?
+    LogDirFailures,       \* may a broker's log dir fail (its only one: it halts; a crash)?
+    \* @type: Bool;
+    ControlledShutdowns   \* may a broker shut down cleanly (SIGTERM: leadership moved first)?
 
 ASSUME Truncation \in {"kip279", "kip101", "hw"}
 ASSUME Election \in {"clean", "unclean"}
@@ -900,6 +902,23 @@ Reregister(r) ==
     /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, historyVars, removed>>
 
+\* KafkaController.doControlledShutdown (R20): broker r, asked to stop (SIGTERM),
+\* asks the controller first; the controller moves r's leadership to another live
+\* ISR member and takes r out of the ISR, as onBrokerFailure would, in a new epoch,
+\* and tells every live replica, r included, so r becomes a follower before it
+\* stops.  Where no other live ISR member can lead, r keeps leading (the shutdown
+\* goes on without moving it).  r stays registered until its process exits (then
+\* Crash and ControllerDetectFailure).
+ControlledShutdown(r) ==
+    /\ ControlledShutdowns /\ r \in alive /\ r \in ctrlLive
+    /\ LET f == OnBrokerFailure(r)
+       IN  /\ f.bump /\ f.leader # NoLeader /\ ctrlEpoch + 1 <= MaxEpoch
+           /\ ctrlLeader' = f.leader /\ ctrlIsr' = f.isr /\ ctrlEpoch' = ctrlEpoch + 1
+           /\ msgs' = msgs \cup Propagate(ctrlLive, alive, ctrlEpoch + 1, f.leader, f.isr)
+    /\ Act("ControlledShutdown", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
+    /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, historyVars, removed>>
+
 \* Election.leaderForPreferredReplica / an admin election (ElectLeaders): the
 \* controller makes l leader in a new epoch.  Clean: l is a live ISR member
 \* and the ISR stays.  Unclean (when enabled) only as Kafka 2.6.3 does it: for
@@ -1083,6 +1102,7 @@ Next ==
           \/ ControllerDetectFailure(r)
           \/ ControllerElectLeader(r)
           \/ Reregister(r)
+          \/ ControlledShutdown(r)
           \/ Crash(r)
           \/ UncleanShutdown(r)
           \/ FailLogDir(r)

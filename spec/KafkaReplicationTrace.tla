@@ -105,7 +105,7 @@ Current ==
 
 ReplicaActions == {"FollowerSendFetch", "FollowerTruncateToHighWatermark",
                    "FollowerSendOffsetsForLeaderEpoch", "ControllerDetectFailure",
-                   "ControllerElectLeader", "Reregister", "Crash", "UncleanShutdown", "FailLogDir",
+                   "ControllerElectLeader", "Reregister", "ControlledShutdown", "Crash", "UncleanShutdown", "FailLogDir",
                    "HaltOnLogDirFailure", "Restart", "Flush", "CheckpointHighWatermarks"}
 
 \* The spec action named `name`, taken by the replica `r`.
@@ -116,6 +116,7 @@ ReplicaAction(name, r) ==
       [] name = "ControllerDetectFailure" -> ControllerDetectFailure(r)
       [] name = "ControllerElectLeader" -> ControllerElectLeader(r)
       [] name = "Reregister" -> Reregister(r)
+      [] name = "ControlledShutdown" -> ControlledShutdown(r)
       [] name = "Crash" -> Crash(r)
       [] name = "UncleanShutdown" -> UncleanShutdown(r)
       [] name = "FailLogDir" -> FailLogDir(r)

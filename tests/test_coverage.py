@@ -65,6 +65,7 @@ CONSTANTS
     FireAndForget = FALSE
     RecordDeletion = FALSE
     LogDirFailures = FALSE
+    ControlledShutdowns = FALSE
 INIT Init
 NEXT Next
 VIEW View

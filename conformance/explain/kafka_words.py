@@ -38,6 +38,8 @@ KAFKA_METHODS: dict[str, str] = {
     "ControllerElectLeader": "KafkaController: elect {replica} leader in a new epoch",
     "Reregister": "KafkaController.onBrokerStartup: running broker {replica} registers again "
     "(a new ZooKeeper session)",
+    "ControlledShutdown": "KafkaController.doControlledShutdown: broker {replica}'s leadership "
+    "moves before it stops",
     "Crash": "broker {replica} crashes (kill -9; its log survives)",
     "UncleanShutdown": "broker {replica} loses power (its unflushed tail is lost)",
     "FailLogDir": "LogDirFailureChannel: broker {replica}'s log dir fails",

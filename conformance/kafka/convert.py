@@ -26,6 +26,7 @@ other: every step must be a successor, under the logged action, of the state bef
 | controller: onBrokerFailure(r) | ControllerDetectFailure(r) |
 | controller: onBrokerStartup(r) | Restart(r); Reregister(r) if r never stopped |
 | controller failover: r offline, then an election | one ControllerDetectFailure(r), two epochs |
+| controller: a decision while r shuts down | ControlledShutdown(r) |
 | controller: another LeaderAndIsr decision | ControllerElectLeader(leader) |
 | harness: crash (SIGKILL) | Crash(r) |
 
@@ -221,6 +222,7 @@ class Converter:
         self.windows: dict[int, list[tuple[int, int, int]]] = {}
         self.by_broker: dict[int, list[Event]] = {}
         self.burst: Burst | None = None
+        self.starting: set[int] = set()
         self.harness_recorded = any(e.broker == 0 for e in recording.events)
 
     # -- the walk ---------------------------------------------------------------------------
@@ -449,6 +451,9 @@ class Converter:
 
     def _leadership(self, event: Event) -> None:
         b = event.broker
+        if b in self.starting and (b not in self.alive or b not in self.ctrl_live):
+            self.starting.discard(b)
+            self._back(b, event)  # the controller's onBrokerStartup sent this LeaderAndIsr
         if b not in self.alive:
             self._skip("a LeaderAndIsr on a broker the controller has not seen restart")
         self._absorb(event, everything=True)
@@ -517,8 +522,9 @@ class Converter:
         delayed = bool(event.args.get("delayed"))
         current = self.rounds.get(f)
         if delayed:
-            if current is None or not current.handled:
-                self._skip("a parked fetch completed with no fetch handled")
+            if current is None or not current.handled or current.leader != leader:
+                # the follower gave this fetch up (it fetches elsewhere now, or anew)
+                self._skip("a parked fetch completed that its follower no longer awaits")
                 return
             # the parked fetch: the same fetch sent again, read now (the first answer,
             # empty, given up by that send)
@@ -680,9 +686,12 @@ class Converter:
     def _on_onBrokerStartup(self, event: Event) -> None:
         """A broker registered again: the spec's Restart (a decision made inside it, an
         election of an offline partition, came as addLeaderAndIsrRequest)."""
+        brokers = sorted(int(x) for x in event.args.get("brokers") or [])
         if event.args.get("phase") != "exit":
+            self.starting |= set(brokers)  # its LeaderAndIsr may be handled before the exit
             return
-        for r in sorted(int(x) for x in event.args.get("brokers") or []):
+        for r in brokers:
+            self.starting.discard(r)
             if r not in self.ctrl_live or r not in self.alive:
                 self._back(r, event)
 
@@ -723,8 +732,16 @@ class Converter:
         burst = self.burst
         if epoch <= max(self.ctrl_epoch, burst.epoch if burst else -1):
             return  # sent again (to other brokers), or the current state
-        live = {int(x) for x in (event.controller or {}).get("live") or []}
-        gone = set(self.ctrl_live - live) if live else set()
+        view = event.controller or {}
+        live = {int(x) for x in view.get("live") or []}
+        stopping = {int(x) for x in view.get("shuttingDown") or []} & self.ctrl_live & self.alive
+        if stopping and burst is None:
+            # a controlled shutdown (R20): the stopping broker stays registered until it exits
+            r = min(stopping)
+            self.ctrl_leader, self.ctrl_epoch, self.ctrl_isr = leader, epoch, isr
+            self._emit_event("ControlledShutdown", {"replica": r}, event)
+            return
+        gone = set(self.ctrl_live - live - stopping) if live else set()
         back = sorted(live - self.ctrl_live) if live else []
         if burst is not None and (burst.controller != event.broker or leader in back):
             self.flush()  # another controller, or the election of a broker that came back
@@ -760,6 +777,7 @@ class Converter:
 
     def _back(self, r: int, event: Event) -> None:
         """A broker registered again: restarted (Restart), or never stopped (Reregister)."""
+        self.starting.discard(r)
         if r in self.alive:
             if r not in self.ctrl_live:
                 self.ctrl_live.add(r)

@@ -25,6 +25,7 @@ ACTION_ARGS: dict[str, frozenset[str]] = {
     "ControllerDetectFailure": frozenset({"replica"}),
     "ControllerElectLeader": frozenset({"replica"}),
     "Reregister": frozenset({"replica"}),
+    "ControlledShutdown": frozenset({"replica"}),
     "Crash": frozenset({"replica"}),
     "UncleanShutdown": frozenset({"replica"}),
     "FailLogDir": frozenset({"replica"}),

@@ -108,6 +108,7 @@ class SpecParams:
     fire_and_forget: bool = True
     record_deletion: bool = True
     log_dir_failures: bool = True
+    controlled_shutdowns: bool = True
     invariants: tuple[str, ...] = ()
     """The spec's state predicates every state of a trace must satisfy (`--invariant`), by
     name (`invariant_names`); none: the trace is checked as a behaviour only."""
@@ -354,6 +355,7 @@ def tlc_config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f"    FireAndForget = {_tla_bool(params.fire_and_forget)}",
             f"    RecordDeletion = {_tla_bool(params.record_deletion)}",
             f"    LogDirFailures = {_tla_bool(params.log_dir_failures)}",
+            f"    ControlledShutdowns = {_tla_bool(params.controlled_shutdowns)}",
             f"    Diagnose = {_tla_bool(diagnose)}",
             *invariants.config_lines(params.invariants),
             "INIT TraceInit",
