@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
-from test_kafka_real import assert_nothing_left, needs_kafka
+from test_kafka_agent import assert_nothing_left
+from test_kafka_real import needs_kafka
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.kafka.install import CHECKOUT
@@ -145,19 +146,26 @@ def test_a_file_that_is_not_the_agents_is_refused(tmp_path: Path) -> None:
     assert "not an event file of the kreplica agent" in one_error_line(result)
 
 
+def _runs(name: str) -> Path:
+    """Run directories under build/kafka-runs: the brokers' own uids must reach them."""
+    path = CHECKOUT / "build" / "kafka-runs" / f"pytest-trace-{name}"
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
 @needs_kafka
 def test_a_short_live_run_records_converts_and_conforms(tmp_path: Path) -> None:
     """`kreplica kafka trace` on a real cluster: a follower killed and restarted between
     acks=-1 produces; the brokers' own steps conform to the spec."""
     began = time.monotonic()
-    runs, out = tmp_path / "runs", tmp_path / "out"
+    runs, out = _runs("live"), tmp_path / "out"
     try:
         result = kreplica(
             "kafka", "trace", str(LIVE_SCHEDULE), "--no-spark", "--workers", "1",
             "--out", str(out), "--workdir", str(runs), "--port-base", "19470",
         )  # fmt: skip
     finally:
-        assert_nothing_left(runs / "follower-crash-short")
+        assert_nothing_left(runs / "follower-crash-short", 19470)
     seconds = time.monotonic() - began
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
@@ -216,3 +224,24 @@ def test_a_real_loss_conforms_to_its_variant_and_breaks_acked_records_never_lost
     row = json.loads((tmp_path / "c" / "results.json").read_text().splitlines()[0])
     assert (row["verdict"], row["invariant"]) == ("violates", "AckedRecordsNeverLost")
     assert row["step"] == _first_loss(json.loads(trace.read_text()))
+
+
+@needs_kafka
+def test_kafka_compare_traces_its_real_runs(tmp_path: Path) -> None:
+    """`kreplica kafka compare --trace DIR` records the real run with the agent and writes its
+    trace, which conforms."""
+    runs, out = _runs("compare"), tmp_path / "traced"
+    try:
+        result = kreplica(
+            "kafka", "compare", str(LIVE_SCHEDULE), "--trace", str(out),
+            "--journal", str(tmp_path / "j.jsonl"), "--workdir", str(runs), "--port-base", "19480",
+        )  # fmt: skip
+    finally:
+        assert_nothing_left(runs / "follower-crash-short", 19480)
+    assert result.exit_code == 0, result.output
+    trace = out / "traces" / "follower-crash-short.itf.json"
+    checked = kreplica(
+        "conform", str(trace), "--no-spark", "--workers", "1", "--out", str(tmp_path / "c"),
+        "--fetch-max-records", "1000000",
+    )  # fmt: skip
+    assert checked.exit_code == 0, checked.output

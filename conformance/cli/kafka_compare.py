@@ -26,11 +26,14 @@ from kreplica.conformance.kafka.compare import (
     campaign,
     markdown_table,
 )
+from kreplica.conformance.kafka.convert import ConvertError
+from kreplica.conformance.kafka.events import EventsError
 from kreplica.conformance.kafka.generate import random_schedules
 from kreplica.conformance.kafka.install import Installation, find_installation
 from kreplica.conformance.kafka.outcome import Outcome
 from kreplica.conformance.kafka.real import run_schedule
 from kreplica.conformance.kafka.schedule import Schedule, ScheduleError, load_schedule
+from kreplica.conformance.kafka.trace import find_agent, trace_run
 from kreplica.conformance.tla.itf import write_text_atomic
 
 COMPARE_EPILOG = """\b
@@ -38,6 +41,7 @@ Examples:
   kreplica kafka compare schedules/
   kreplica kafka compare --random 50 --seed 1 --journal out/campaign.jsonl
   kreplica kafka compare schedules/ --random 50 --report out/real-kafka-table.md
+  kreplica kafka compare schedules/ --trace out/compare-traces
 
 \b
 A journal keeps one JSON line per finished schedule: run the same command again
@@ -73,15 +77,30 @@ def schedules_from(paths: tuple[Path, ...], random: int, seed: int) -> list[Sche
     return found
 
 
-def real_runner(install: Installation, runs: Path, port_base: int, start_timeout: float) -> RunReal:
-    """Run a schedule on a fresh real cluster in `runs`/<schedule name>."""
+def real_runner(
+    install: Installation,
+    runs: Path,
+    port_base: int,
+    start_timeout: float,
+    agent: Path | None = None,
+    traces: Path | None = None,
+) -> RunReal:
+    """Run a schedule on a fresh real cluster in `runs`/<schedule name>; with `agent`, record
+    the brokers' steps and convert them into `traces`/traces/<schedule name>.itf.json."""
 
     def run(schedule: Schedule) -> Outcome:
         run_dir = fresh_run_dir((runs / schedule.name).absolute())
         try:
-            real = run_schedule(schedule, install, layout_for(run_dir, port_base), start_timeout)
+            real = run_schedule(
+                schedule, install, layout_for(run_dir, port_base), start_timeout, agent=agent
+            )
         except (StartTimeout, NodeFailed) as err:
             raise RunFailed(str(err)) from None
+        if agent is not None and traces is not None:
+            try:
+                trace_run(run_dir, schedule, traces)
+            except (EventsError, ConvertError) as err:
+                raise RunFailed(f"its recording could not be converted: {err}") from None
         return real.outcome
 
     return run
@@ -123,6 +142,14 @@ def real_runner(install: Installation, runs: Path, port_base: int, start_timeout
     default=None,
     help="Write the outcome table (Markdown) here.",
 )
+@click.option(
+    "--trace",
+    "trace_out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also record the real runs with the kreplica agent and write each as a trace of the "
+    "spec into DIR/traces/ (check them with kreplica conform, or kreplica kafka trace).",
+)
 @cluster_options
 def compare_command(
     paths: tuple[Path, ...],
@@ -131,6 +158,7 @@ def compare_command(
     journal: Path,
     workdir: Path,
     report: Path | None,
+    trace_out: Path | None,
     port_base: int,
     start_timeout: float,
     java: Path | None,
@@ -139,6 +167,7 @@ def compare_command(
     """Run fault schedules on kreplica and on a real Kafka 2.6.3 cluster; compare outcomes."""
     schedules = schedules_from(paths, random_count, seed)
     install = find_installation(java, kafka_lib)
+    agent = find_agent(None) if trace_out is not None else None
     check_output_file(journal, "the journal to")
     if report is not None:
         check_output_file(report, "the outcome table to")
@@ -169,7 +198,10 @@ def compare_command(
 
     with progress:
         results = campaign(
-            schedules, real_runner(install, workdir, port_base, start_timeout), journal, shown
+            schedules,
+            real_runner(install, workdir, port_base, start_timeout, agent, trace_out),
+            journal,
+            shown,
         )
     for line in agreement_lines(results):
         out.print(line, soft_wrap=True)

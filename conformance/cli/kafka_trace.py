@@ -21,12 +21,13 @@ from kreplica.conformance.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNEXPECTED
 from kreplica.conformance.kafka.cluster import NodeFailed, StartTimeout, fresh_run_dir
 from kreplica.conformance.kafka.convert import ConvertError
 from kreplica.conformance.kafka.events import EventsError
-from kreplica.conformance.kafka.install import CHECKOUT, EnvironmentProblem, find_installation
+from kreplica.conformance.kafka.install import find_installation
 from kreplica.conformance.kafka.real import run_schedule
 from kreplica.conformance.kafka.schedule import Schedule
 from kreplica.conformance.kafka.trace import (
     DONE_MARKER,
     Traced,
+    find_agent,
     groups,
     label,
     rows_of,
@@ -35,9 +36,6 @@ from kreplica.conformance.kafka.trace import (
     variant_of,
 )
 from kreplica.conformance.tla.itf import write_text_atomic
-
-AGENT_JAR = CHECKOUT / "build" / "kafka" / "agent" / "kreplica-agent.jar"
-"""The agent `make kafka` builds (override: --agent or KREPLICA_AGENT)."""
 
 FETCH_MAX_RECORDS = 1_000_000
 """replica.fetch.max.bytes (1 MiB) holds every record of a test's log: no limit in records."""
@@ -68,16 +66,6 @@ Exit codes:
   5  a port the cluster needs is in use (see --port-base)
   130  interrupted: every JVM is stopped; finished runs are kept
 """
-
-
-def find_agent(path: Path | None) -> Path:
-    """The agent jar: --agent, else KREPLICA_AGENT, else what `make kafka` built."""
-    chosen = path or (
-        Path(os.environ["KREPLICA_AGENT"]) if "KREPLICA_AGENT" in os.environ else AGENT_JAR
-    )
-    if not chosen.is_file():
-        raise EnvironmentProblem(f"no kreplica agent at {chosen}: 'make kafka' builds it")
-    return chosen.absolute()
 
 
 def _finished(run_dir: Path) -> bool:

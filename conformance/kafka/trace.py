@@ -13,6 +13,7 @@ or Ctrl-C goes on from where it was.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +21,12 @@ from typing import Any
 
 from kreplica.conformance.kafka.convert import convert, to_itf
 from kreplica.conformance.kafka.events import read_run
+from kreplica.conformance.kafka.install import CHECKOUT, EnvironmentProblem
 from kreplica.conformance.kafka.schedule import Schedule
 from kreplica.conformance.tla.itf import write_text_atomic
+
+AGENT_JAR = CHECKOUT / "build" / "kafka" / "agent" / "kreplica-agent.jar"
+"""The agent `make kafka` builds (override: --agent or KREPLICA_AGENT)."""
 
 DONE_MARKER = ".kreplica-trace-done"
 """Written into a run directory once its run ended and its event files are complete."""
@@ -42,6 +47,16 @@ class Traced:
     notes: tuple[str, ...] = ()
     error: str | None = None
     skipped: dict[str, int] = field(default_factory=dict)
+
+
+def find_agent(path: Path | None) -> Path:
+    """The agent jar: --agent, else KREPLICA_AGENT, else what `make kafka` built."""
+    chosen = path or (
+        Path(os.environ["KREPLICA_AGENT"]) if "KREPLICA_AGENT" in os.environ else AGENT_JAR
+    )
+    if not chosen.is_file():
+        raise EnvironmentProblem(f"no kreplica agent at {chosen}: 'make kafka' builds it")
+    return chosen.absolute()
 
 
 def variant_of(schedule: Schedule) -> tuple[str, ...]:
