@@ -13,6 +13,7 @@ from rich.table import Table
 from kreplica.conformance.bridge.replay import (
     PRODUCE_TIMEOUT_MS,
     REPLAYABLE_ACTIONS,
+    SPEC_ONLY_ACTIONS,
     ReplayResult,
     Setup,
     hidden_steps,
@@ -67,6 +68,11 @@ def check_vocabulary(trace: ItfTrace) -> None:
     if unknown:
         raise TraceError(f"unknown variable {unknown[0]!r}; the spec's are {', '.join(VARIABLES)}")
     for i, state in enumerate(trace.states):
+        if i > 0 and state.action in SPEC_ONLY_ACTIONS:
+            raise TraceError(
+                f"state {i}: {state.action} is a spec action the implementation does not model "
+                "(real Kafka traces only): the trace cannot be replayed"
+            )
         if i > 0 and state.action not in REPLAYABLE_ACTIONS:
             raise TraceError(f"state {i}: unknown action {state.action!r}")
     try:  # a value of another type than the spec's is bad input, not a difference

@@ -731,7 +731,13 @@ class Converter:
         isr = frozenset(int(x) for x in event.args.get("isr") or [])
         burst = self.burst
         if epoch <= max(self.ctrl_epoch, burst.epoch if burst else -1):
-            return  # sent again (to other brokers), or the current state
+            # the current state sent again: to other brokers, or by a new controller, which
+            # finds registered a broker the old one had lost (it registered again meanwhile)
+            live = {int(x) for x in (event.controller or {}).get("live") or []}
+            if burst is None and epoch == self.ctrl_epoch and self.ctrl_leader != NO_LEADER:
+                for r in sorted(live - self.ctrl_live):  # (offline: its election comes next)
+                    self._back(r, event)
+            return
         view = event.controller or {}
         live = {int(x) for x in view.get("live") or []}
         stopping = {int(x) for x in view.get("shuttingDown") or []} & self.ctrl_live & self.alive
