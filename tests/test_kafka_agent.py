@@ -19,17 +19,16 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_kafka_real import assert_nothing_left, jvms_of
 
-from kreplica.conformance.kafka.cluster import DEFAULT_UID_BASE, ZK_HOST, Layout, fresh_run_dir
+from kreplica.conformance.kafka.cluster import DEFAULT_UID_BASE, Layout, fresh_run_dir
 from kreplica.conformance.kafka.install import (
     CHECKOUT,
     EnvironmentProblem,
@@ -62,49 +61,6 @@ def _missing() -> str | None:
 
 _MISSING = _missing()
 needs_agent = pytest.mark.skipif(_MISSING is not None, reason=f"make kafka has not run: {_MISSING}")
-
-
-def jvms_naming(marker: str) -> list[int]:
-    """The pids of java processes whose command line contains `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "java" in cmdline and marker in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def _listening(port_base: int) -> list[tuple[str, int]]:
-    bound = []
-    for host, port in [(ZK_HOST, port_base), *((f"127.0.0.{b}", port_base + b) for b in (1, 2, 3))]:
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, port))
-            except OSError:
-                bound.append((host, port))
-    return bound
-
-
-def assert_nothing_left(run_dir: Path, port_base: int = PORT_BASE) -> None:
-    """No JVM of the run, no bound port, no iptables chain (within a few seconds)."""
-    deadline = time.monotonic() + 10
-    while jvms_naming(str(run_dir)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert jvms_naming(str(run_dir)) == [], f"JVMs left running for {run_dir}"
-    listening = _listening(port_base)
-    while listening and time.monotonic() < deadline:
-        time.sleep(0.2)
-        listening = _listening(port_base)
-    assert listening == [], f"ports still bound for {run_dir}: {listening}"
-    if shutil.which("iptables") and os.geteuid() == 0:
-        rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True).stdout
-        assert f"KREPLICA-{port_base}" not in rules
 
 
 def _checked_run_dir(request: pytest.FixtureRequest, port_base: int) -> Iterator[Path]:
@@ -235,7 +191,7 @@ def test_an_agent_whose_hooks_do_not_match_refuses_to_run(tmp_path: Path) -> Non
     ], done.stderr
     assert done.stdout == ""  # kafka.Kafka never ran (it prints its usage when it does)
     assert not events.exists()
-    assert jvms_naming(str(events)) == []
+    assert jvms_of(events) == []
 
 
 @needs_agent
@@ -258,7 +214,7 @@ def test_the_agent_writes_its_header_and_appends_across_starts(tmp_path: Path) -
         assert hooks["makeLeader"]["class"] == "kafka.cluster.Partition"
         assert hooks["makeLeader"]["method"].startswith("$anonfun$makeLeader$1(")
         assert {"sendRequest", "fetchEpochEndOffsets", "addLeaderAndIsrRequest"} <= set(hooks)
-    assert jvms_naming(str(events)) == []
+    assert jvms_of(events) == []
 
 
 # -- the agent against Kafka's own logs ------------------------------------------------------

@@ -60,7 +60,7 @@ def jvms_of(run_dir: Path) -> list[int]:
     return found
 
 
-def assert_nothing_left(run_dir: Path) -> None:
+def assert_nothing_left(run_dir: Path, port_base: int = PORT_BASE) -> None:
     """No JVM of the run, no bound port, no iptables chain (within a few seconds)."""
     deadline = time.monotonic() + 10
     while jvms_of(run_dir) and time.monotonic() < deadline:
@@ -68,20 +68,20 @@ def assert_nothing_left(run_dir: Path) -> None:
     assert jvms_of(run_dir) == [], f"JVMs left running for {run_dir}"
     # A JVM that is exiting loses its command line (exit_mm) before its sockets close
     # (exit_files), so a port may stay bound a moment after jvms_of stops seeing it.
-    listening = _listening()
+    listening = _listening(port_base)
     while listening and time.monotonic() < deadline:
         time.sleep(0.2)
-        listening = _listening()
+        listening = _listening(port_base)
     assert listening == [], f"ports still bound for {run_dir}: {listening}"
     if shutil.which("iptables") and os.geteuid() == 0:
         rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True).stdout
-        assert f"KREPLICA-{PORT_BASE}" not in rules
+        assert f"KREPLICA-{port_base}" not in rules
 
 
-def _listening() -> list[tuple[str, int]]:
+def _listening(port_base: int = PORT_BASE) -> list[tuple[str, int]]:
     """The cluster's addresses that something still listens on."""
     bound = []
-    for host, port in [(ZK_HOST, PORT_BASE), *((f"127.0.0.{b}", PORT_BASE + b) for b in (1, 2, 3))]:
+    for host, port in [(ZK_HOST, port_base), *((f"127.0.0.{b}", port_base + b) for b in (1, 2, 3))]:
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:

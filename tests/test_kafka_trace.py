@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
-from test_kafka_agent import assert_nothing_left
-from test_kafka_real import needs_kafka
+from test_kafka_real import assert_nothing_left, needs_kafka
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.kafka.install import CHECKOUT
