@@ -652,11 +652,54 @@ class Converter:
         r = self.replicas[b]
         if not s.get("hosted", True) or s.get("hw") is None or b not in self.alive:
             return
-        hw = int(s["hw"])
+        written = event.args.get("written")  # what the file got (the state is read after)
+        hw = int(written) if isinstance(written, int) else int(s["hw"])
         if hw == r.checkpoint:
             return
         r.checkpoint = hw
+        if r.hw != hw and self._checkpoint_earlier(b, hw, event):
+            return
         self._emit_event("CheckpointHighWatermarks", {"replica": b}, event)
+
+    def _checkpoint_earlier(self, b: int, hw: int, event: Event) -> bool:
+        """The checkpoint task reads every HW first and writes the file after: a HW that moved
+        in between was read before it moved. The step goes back to the last state where the
+        replica's HW was the one written (no restart of it can come between: it runs), and the
+        states after it hold the new checkpoint."""
+        at = None
+        for index in range(len(self.steps) - 1, 0, -1):
+            state = self.steps[index].state
+            if (
+                self.steps[index].action in ("Restart", "Crash")
+                and self.steps[index].args.get("replica") == b
+            ):
+                return False
+            if "hw" in state and state["hw"][b - 1] == hw:
+                at = index
+                break
+        if at is None:
+            return False
+        column = self.brokers.index(b)
+
+        def with_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
+            changed = dict(state)
+            if "hwCheckpoint" in changed:
+                old = changed["hwCheckpoint"]
+                changed["hwCheckpoint"] = [hw if i == column else v for i, v in enumerate(old)]
+            return changed
+
+        inserted = Step(
+            "CheckpointHighWatermarks",
+            {"replica": b},
+            with_checkpoint(self.steps[at].state),
+            self.steps[at].omit,
+            f"{event.where} {event.name} (the HW it wrote, read before step {at + 1})",
+            event.nano,
+        )
+        for step in self.steps[at + 1 :]:
+            step.state = with_checkpoint(step.state)
+        self.steps.insert(at + 1, inserted)
+        return True
 
     # -- the controller and faults -------------------------------------------------------
 

@@ -91,7 +91,8 @@ import net.bytebuddy.utility.JavaModule;
  *       header is attached to the thread's events), readFromLocalLog (ReplicaManager, follower
  *       fetches only), delayedFetch (DelayedFetch.onComplete entry and exit: no event, marks the
  *       reads it makes), delayedProduceComplete / delayedProduceExpire (DelayedProduce.onComplete /
- *       onExpiration), checkpointHighWatermarks (ReplicaManager);
+ *       onExpiration), checkpointHighWatermarks (ReplicaManager), with the HW
+ *       OffsetCheckpointFile.write got (checkpointWrite, no event of its own);
  *   <li>the follower's fetcher: buildFetch, processPartitionData, fetchEpochEndOffsets (entry:
  *       event fetchEpochEndOffsetsRequest; exit: fetchEpochEndOffsets), truncate,
  *       truncateFullyAndStartAt (ReplicaFetcherThread), sendRequest (ReplicaFetcherBlockingSend,
@@ -215,6 +216,8 @@ public final class Agent {
                 "void", Hooks.DelayedProduceExpire.class).reads("produceMetadata", "replicaManager"));
         h.add(hook("checkpointHighWatermarks", RM, false, "checkpointHighWatermarks", "void",
                 Hooks.CheckpointHighWatermarks.class));
+        h.add(hook("checkpointWrite", "kafka.server.checkpoints.OffsetCheckpointFile", false,
+                "write", "void", Hooks.CheckpointWrite.class, "scala.collection.Map"));
         // the follower's fetcher
         h.add(hook("buildFetch", RFT, false, "buildFetch",
                 "kafka.server.AbstractFetcherThread$ResultWithPartitions", Hooks.BuildFetch.class,

@@ -143,6 +143,14 @@ public final class Hooks {
         }
     }
 
+    /** OffsetCheckpointFile.write entry: the HW a checkpoint writes (no event of its own). */
+    public static final class CheckpointWrite {
+        @Advice.OnMethodEnter(suppress = Throwable.class)
+        static void enter(@Advice.Argument(0) Object offsets) {
+            Recorder.checkpointWrite(offsets);
+        }
+    }
+
     // -- the follower's fetcher ---------------------------------------------------------------
 
     public static final class BuildFetch {

@@ -106,7 +106,9 @@ import scala.Tuple2;
  *       leaderLogEndOffset, records (what the leader read for the follower);
  *   <li>delayedProduceComplete, delayedProduceExpire: requiredAcks, requiredOffset, acksPending,
  *       responseError, baseOffset;
- *   <li>checkpointHighWatermarks: (only error; the state holds the HW; only while hosted);
+ *   <li>checkpointHighWatermarks: written (the HW the checkpoint file got for our partition,
+ *       from OffsetCheckpointFile.write; the state, read after, may hold a newer HW), error;
+ *       only while hosted);
  *   <li>buildFetch: leader, fetchOffset, currentLeaderEpoch, fetchState (Fetching / Truncating),
  *       delayed (backing off), inSession, inRequest (in the fetch session / this incremental
  *       request);
@@ -438,13 +440,35 @@ public final class Recorder {
         }
     }
 
-    /** ReplicaManager.checkpointHighWatermarks exit: the state holds the HW just written. */
+    /** The HW the current thread's checkpoint wrote for our partition (checkpointWrite). */
+    static final ThreadLocal<Long> WRITTEN = new ThreadLocal<>();
+
+    /** OffsetCheckpointFile.write entry: remember our partition's HW as written, for the
+     *  checkpointHighWatermarks event (the state the hook reads after may hold a newer HW). */
+    public static void checkpointWrite(Object offsets) {
+        try {
+            @SuppressWarnings("unchecked")
+            scala.collection.Map<TopicPartition, Object> written =
+                    (scala.collection.Map<TopicPartition, Object>) offsets;
+            Object found = written.get(TP);
+            if (found instanceof Option && ((Option<?>) found).isDefined()) {
+                WRITTEN.set(((Number) ((Option<?>) found).get()).longValue());
+            }
+        } catch (Throwable t) {
+            Sink.agentError("checkpointWrite", t);
+        }
+    }
+
+    /** ReplicaManager.checkpointHighWatermarks exit: the HW written, and the state after. */
     public static void checkpointHighWatermarks(Object rm, Throwable thrown) {
+        Long written = WRITTEN.get();
+        WRITTEN.remove();
         try {
             remember(rm);
             Partition p = partitionNow();
             if (p == null || !p.log().isDefined()) return;
             Event e = new Event("checkpointHighWatermarks");
+            e.arg("written", written);
             e.arg("error", errorName(thrown));
             emit(e, p, null, null);
         } catch (Throwable t) {
