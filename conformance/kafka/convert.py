@@ -142,6 +142,9 @@ class Replica:
     isr: frozenset[int] = frozenset()
     remote: dict[int, int] = field(default_factory=dict)
     checkpoint: int = 0
+    hw_stamp: int = -1
+    """The stamp of the report the HW was taken from: a report stamped earlier, reached later
+    because the conversion moved a step (a fetch to its read, an append), is older."""
 
 
 @dataclass
@@ -331,7 +334,8 @@ class Converter:
         log_start = int(s.get("logStart", 0))
         if log_start > 0:
             self.notes.append(f"broker {event.broker}: log start offset {log_start} (not modelled)")
-        r.hw = int(s["hw"])
+        if event.nano >= r.hw_stamp or everything:
+            r.hw, r.hw_stamp = int(s["hw"]), event.nano
         r.cache = [(int(e), int(o)) for e, o in s.get("cache") or []]
         r.leader_epoch = int(s.get("leaderEpoch", r.leader_epoch))
         r.leader = int(s.get("leader", r.leader))
@@ -354,7 +358,8 @@ class Converter:
         if not s or not s.get("hosted", True) or s.get("hw") is None:
             return
         r = self.replicas[event.broker]
-        r.hw = int(s["hw"])
+        if event.nano >= r.hw_stamp:
+            r.hw, r.hw_stamp = int(s["hw"]), event.nano
         if int(s.get("leader", -1)) == event.broker:
             r.isr = frozenset(int(x) for x in s.get("isr") or [])
         remote = {int(k): int(v) for k, v in (s.get("remote") or {}).items()}
