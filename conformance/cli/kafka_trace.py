@@ -103,7 +103,9 @@ def record(
     try:
         return trace_run(run_dir, schedule, out, seconds)
     except (EventsError, ConvertError) as err:
-        return Traced(schedule.name, run_dir, None, variant_of(schedule), error=str(err))
+        return Traced(
+            schedule.name, run_dir, None, variant_of(schedule), error=str(err), bad_input=True
+        )
 
 
 def check(
@@ -277,9 +279,7 @@ def trace_command(
     ]
     write_text_atomic(out / "summary.json", json.dumps({"runs": summary, "rows": rows}, indent=1))
     console.print(f"report: {out / 'report.md'}", soft_wrap=True)
-    if any(r["verdict"] == "error" for r in rows) or any(
-        t.error and t.trace is None and "event" in t.error for t in traced
-    ):
+    if any(r["verdict"] == "error" for r in rows) or any(t.bad_input for t in traced):
         return EXIT_BAD_INPUT
     bad = any(r["verdict"] != "conforms" for r in rows) or any(t.error for t in traced)
     return EXIT_UNEXPECTED if bad else EXIT_OK

@@ -53,7 +53,6 @@ steps; `AckedRecordsNeverLost` reads `acked` as the spec derives it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -135,8 +134,8 @@ class Replica:
 
     log: list[tuple[int, int]] = field(default_factory=list)
     """(epoch, record id) per offset."""
-    hw: int | None = 0
-    cache: list[tuple[int, int]] | None = field(default_factory=list)
+    hw: int = 0
+    cache: list[tuple[int, int]] = field(default_factory=list)
     leader_epoch: int = 0
     leader: int = 1
     isr: frozenset[int] = frozenset()
@@ -161,12 +160,10 @@ class Step:
 
 @dataclass
 class FetchRound:
-    """A follower's fetch: sent, handled by the leader, maybe parked, answered."""
+    """A follower's fetch: sent to `leader`, and whether the leader has handled it."""
 
     leader: int
-    offset: int | None = None
     handled: bool = False
-    parked_read: bool = False
 
 
 @dataclass
@@ -220,7 +217,6 @@ class Converter:
         self.rounds: dict[int, FetchRound | None] = {b: None for b in self.brokers}
         self.epoch_asked: dict[int, bool] = {b: False for b in self.brokers}
         self.hw_sends: set[int] = set()
-        self.controller_scope: list[str] = []
         self.started = False
         self.windows: dict[int, list[tuple[int, int, int]]] = {}
         self.by_broker: dict[int, list[Event]] = {}
@@ -405,9 +401,7 @@ class Converter:
             "log": [[{"epoch": e, "record": rec} for e, rec in r.log] for r in reps],
             "hw": [r.hw for r in reps],
             "hwCheckpoint": [r.checkpoint for r in reps],
-            "epochCache": [
-                [{"epoch": e, "startOffset": o} for e, o in (r.cache or [])] for r in reps
-            ],
+            "epochCache": [[{"epoch": e, "startOffset": o} for e, o in r.cache] for r in reps],
             "leaderEpoch": [r.leader_epoch for r in reps],
             "leader": [r.leader for r in reps],
             "isr": [{"#set": sorted(r.isr)} for r in reps],
@@ -501,10 +495,10 @@ class Converter:
         leader = int(event.args.get("leader", self._leader_of(f)))
         if f in self.hw_sends:  # FollowerTruncateToHighWatermark sent this fetch
             self.hw_sends.discard(f)
-            self.rounds[f] = FetchRound(leader, event.args.get("fetchOffset"))
+            self.rounds[f] = FetchRound(leader)
             return
         self._close_round(f, event)
-        self.rounds[f] = FetchRound(leader, event.args.get("fetchOffset"))
+        self.rounds[f] = FetchRound(leader)
         self._emit_event("FollowerSendFetch", {"replica": f, "leader": leader}, event)
 
     def _close_round(self, f: int, event: Event) -> None:
@@ -536,7 +530,6 @@ class Converter:
             self._emit_event("FollowerSendFetch", {"replica": f, "leader": leader}, event)
             args = {"replica": leader, "follower": f, "offset": offset}
             self._emit_event("LeaderHandleFetch", args, event)
-            current.parked_read = True
             return
         if error not in (None, "NONE"):
             self._absorb(event)
@@ -1003,8 +996,3 @@ def to_itf(conversion: Conversion, meta: Mapping[str, Any]) -> dict[str, Any]:
         **meta,
     }
     return {"#meta": full_meta, "vars": sorted(OBSERVED), "states": states}
-
-
-def dumps(trace: Mapping[str, Any]) -> str:
-    """One trace as one line of JSON (a corpus line)."""
-    return json.dumps(trace, separators=(",", ":"), sort_keys=False)

@@ -46,6 +46,9 @@ class Traced:
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
     error: str | None = None
+    bad_input: bool = False
+    """The error is the recording's (an event file that cannot be read or converted), not the
+    run's (a node that did not start)."""
     skipped: dict[str, int] = field(default_factory=dict)
 
 
