@@ -50,7 +50,9 @@ CONSTANTS
     \* @type: Bool;
     LogDirFailures,       \* may a broker's log dir fail (its only one: it halts; a crash)?
     \* @type: Bool;
-    ControlledShutdowns   \* may a broker shut down cleanly (SIGTERM: leadership moved first)?
+    ControlledShutdowns,  \* may a broker shut down cleanly (SIGTERM: leadership moved first)?
+    \* @type: Bool;
+    DeposedLeaderHwRace   \* may a leader deposed amid a fetch raise its HW (2.6.3, R21)?
 
 ASSUME Truncation \in {"kip279", "kip101", "hw"}
 ASSUME Election \in {"clean", "unclean"}
@@ -862,18 +864,31 @@ OnBrokerFailure(r) ==
 \* controller ran on r, or moved) takes r's replicas offline first
 \* (ReplicaStateMachine.startup: leader NoLeader, r out of the ISR, one epoch)
 \* and then elects (PartitionStateMachine.startup: another epoch): `twice`.
+\*
+\* Brokers whose sessions expire together reach the controller as one
+\* onBrokerFailure(deadBrokers) (R22): when the leader r is among them, the
+\* others (`with`) leave ctrlLive in the same step and the one election skips
+\* them all; one epoch, as their OfflineReplica transitions then find them out
+\* of the ISR already (where no live ISR member is left, the spec takes them
+\* one by one).
 ControllerDetectFailure(r) ==
     /\ r \in ctrlLive /\ (r \notin alive \/ LossyNetwork)
-    /\ LET f == OnBrokerFailure(r)
+    /\ \E with \in IF ctrlLeader = r
+                    THEN SUBSET {d \in ctrlLive \ {r} : d \notin alive \/ LossyNetwork}
+                    ELSE {{}} :
+       LET e == OfflineElection(ctrlIsr \ with, ctrlLive \ ({r} \cup with))
+           f == IF with = {} THEN OnBrokerFailure(r)
+                ELSE [leader |-> e.leader, isr |-> e.isr, bump |-> TRUE]
            failover == ctrlLeader = r /\ f.leader # NoLeader
        IN
-       \E twice \in IF failover THEN BOOLEAN ELSE {FALSE} :
-       LET epoch == IF f.bump THEN ctrlEpoch + (IF twice THEN 2 ELSE 1) ELSE ctrlEpoch
-       IN  /\ epoch <= MaxEpoch
-           /\ ctrlLive' = ctrlLive \ {r}
-           /\ ctrlLeader' = f.leader /\ ctrlIsr' = f.isr /\ ctrlEpoch' = epoch
-           /\ msgs' = IF f.bump THEN msgs \cup Propagate(ctrlLive', alive, epoch, f.leader, f.isr)
-                      ELSE msgs
+       /\ with # {} => e.elected
+       /\ \E twice \in IF failover /\ with = {} THEN BOOLEAN ELSE {FALSE} :
+          LET epoch == IF f.bump THEN ctrlEpoch + (IF twice THEN 2 ELSE 1) ELSE ctrlEpoch
+          IN  /\ epoch <= MaxEpoch
+              /\ ctrlLive' = ctrlLive \ ({r} \cup with)
+              /\ ctrlLeader' = f.leader /\ ctrlIsr' = f.isr /\ ctrlEpoch' = epoch
+              /\ msgs' = IF f.bump THEN msgs \cup Propagate(ctrlLive', alive, epoch, f.leader, f.isr)
+                         ELSE msgs
     /\ Act("ControllerDetectFailure", [replica |-> r])
     /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, historyVars, removed>>
@@ -918,6 +933,26 @@ ControlledShutdown(r) ==
     /\ Act("ControlledShutdown", [replica |-> r])
     /\ UNCHANGED hwCheckpoint
     /\ UNCHANGED <<replicaVars, alive, logDirOffline, incarnation, ctrlLive, historyVars, removed>>
+
+\* Partition.updateFollowerFetchState in Kafka 2.6.3 (R21): after a follower's
+\* fetch is read, the leader checks that it still leads (leaderLogIfLocal)
+\* outside leaderIsrUpdateLock and only then takes the lock to recompute the HW.
+\* A LeaderAndIsr that makes r a follower in between empties its ISR, so the
+\* recomputation lets r's HW rise towards its own LEO (any remote replica that
+\* caught up within replica.lag.time.max.ms still bounds it): a follower's HW
+\* above what its old ISR held.  Enabled only in that window: r follows now and
+\* its answer, as leader of an older epoch, to a fetch is still in flight (the
+\* answer is sent after the recomputation).  Kafka 2.8.0 takes the lock first
+\* (KAFKA-9263).
+DeposedLeaderIncrementHw(r) ==
+    /\ DeposedLeaderHwRace /\ r \in alive /\ leader[r] # r
+    /\ \E m \in msgs : /\ m.type = "FetchResponse" /\ m.src = r /\ m.error = "NONE"
+                       /\ m.epoch < leaderEpoch[r]
+    /\ \E h \in (hw[r] + 1)..LEO(r) : hw' = [hw EXCEPT ![r] = h]
+    /\ Act("DeposedLeaderIncrementHw", [replica |-> r])
+    /\ UNCHANGED hwCheckpoint
+    /\ UNCHANGED <<log, epochCache, recoveryPoint, leaderEpoch, leader, fetchState, isr,
+                   remoteLeo, clusterVars, historyVars, removed>>
 
 \* Election.leaderForPreferredReplica / an admin election (ElectLeaders): the
 \* controller makes l leader in a new epoch.  Clean: l is a live ISR member
@@ -1103,6 +1138,7 @@ Next ==
           \/ ControllerElectLeader(r)
           \/ Reregister(r)
           \/ ControlledShutdown(r)
+          \/ DeposedLeaderIncrementHw(r)
           \/ Crash(r)
           \/ UncleanShutdown(r)
           \/ FailLogDir(r)

@@ -105,7 +105,8 @@ Current ==
 
 ReplicaActions == {"FollowerSendFetch", "FollowerTruncateToHighWatermark",
                    "FollowerSendOffsetsForLeaderEpoch", "ControllerDetectFailure",
-                   "ControllerElectLeader", "Reregister", "ControlledShutdown", "Crash", "UncleanShutdown", "FailLogDir",
+                   "ControllerElectLeader", "Reregister", "ControlledShutdown",
+                   "DeposedLeaderIncrementHw", "Crash", "UncleanShutdown", "FailLogDir",
                    "HaltOnLogDirFailure", "Restart", "Flush", "CheckpointHighWatermarks"}
 
 \* The spec action named `name`, taken by the replica `r`.
@@ -117,6 +118,7 @@ ReplicaAction(name, r) ==
       [] name = "ControllerElectLeader" -> ControllerElectLeader(r)
       [] name = "Reregister" -> Reregister(r)
       [] name = "ControlledShutdown" -> ControlledShutdown(r)
+      [] name = "DeposedLeaderIncrementHw" -> DeposedLeaderIncrementHw(r)
       [] name = "Crash" -> Crash(r)
       [] name = "UncleanShutdown" -> UncleanShutdown(r)
       [] name = "FailLogDir" -> FailLogDir(r)

@@ -66,6 +66,7 @@ CONSTANTS
     RecordDeletion = FALSE
     LogDirFailures = FALSE
     ControlledShutdowns = FALSE
+    DeposedLeaderHwRace = FALSE
 INIT Init
 NEXT Next
 VIEW View

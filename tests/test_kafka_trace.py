@@ -19,10 +19,15 @@ from test_kafka_real import assert_nothing_left, needs_kafka
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.kafka.install import CHECKOUT
+from kreplica.conformance.tla.specs import default_spec_dir
+from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams, check_texts
+from kreplica.impl.variants import Variant
 
 REAL = CHECKOUT / "traces" / "real"
 SHORT = REAL / "follower-crash-short.schedule.json"
 EVENTS = REAL / "events" / "follower-crash-short"
+SPEC_DIR = default_spec_dir()
 LIVE_SCHEDULE = CHECKOUT / "tests" / "fixtures" / "kafka" / "follower-crash-short.json"
 
 
@@ -244,3 +249,30 @@ def test_kafka_compare_traces_its_real_runs(tmp_path: Path) -> None:
         "--fetch-max-records", "1000000",
     )  # fmt: skip
     assert checked.exit_code == 0, checked.output
+
+
+RACE = REAL / "deposed-leader-hw-race.itf.json"
+
+
+def _check_race(race: bool) -> list[str]:
+    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=600)
+    params = SpecParams(
+        variant=Variant(acks="1"), fetch_max_records=1_000_000, deposed_leader_hw_race=race
+    )
+    results = check_texts([("race", RACE.read_text())], CheckSettings(params, SPEC_DIR, tlc))
+    return [results[0].verdict, results[0].action or "", str(results[0].step)]
+
+
+def test_a_real_deposed_leader_raises_its_hw_as_in_kafka_2_6_3(tmp_path: Path) -> None:
+    """R21, seen on a real 2.6.3 cluster: broker 1 handled broker 3's fetch as leader, a
+    LeaderAndIsr made it a follower of broker 2, and the fetch's HW recomputation then ran
+    with an empty ISR: broker 1's HW rose to its LEO while it followed. The spec allows the
+    step only with DeposedLeaderHwRace, where real traces are checked."""
+    states = json.loads(RACE.read_text())["states"]
+    [at] = [i for i, s in enumerate(states) if s["#meta"]["action"] == "DeposedLeaderIncrementHw"]
+    before, after = states[at - 1], states[at]
+    assert before["#meta"]["action"] == "BecomeLeaderOrFollower"
+    assert (after["leader"][0], after["leaderEpoch"][0]) == (2, 3)
+    assert (before["hw"][0], after["hw"][0]) == (0, len(after["log"][0])) == (0, 5)
+    assert _check_race(True)[0] == "conforms"
+    assert _check_race(False) == ["violates", "DeposedLeaderIncrementHw", str(at)]

@@ -40,6 +40,8 @@ KAFKA_METHODS: dict[str, str] = {
     "(a new ZooKeeper session)",
     "ControlledShutdown": "KafkaController.doControlledShutdown: broker {replica}'s leadership "
     "moves before it stops",
+    "DeposedLeaderIncrementHw": "Partition.updateFollowerFetchState: deposed leader {replica} "
+    "raises its HW (a fetch it read as leader)",
     "Crash": "broker {replica} crashes (kill -9; its log survives)",
     "UncleanShutdown": "broker {replica} loses power (its unflushed tail is lost)",
     "FailLogDir": "LogDirFailureChannel: broker {replica}'s log dir fails",

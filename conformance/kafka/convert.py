@@ -27,6 +27,7 @@ other: every step must be a successor, under the logged action, of the state bef
 | controller: onBrokerStartup(r) | Restart(r); Reregister(r) if r never stopped |
 | controller failover: r offline, then an election | one ControllerDetectFailure(r), two epochs |
 | controller: a decision while r shuts down | ControlledShutdown(r) |
+| updateFollowerFetchState after makeFollower | DeposedLeaderIncrementHw(r), if its HW rose |
 | controller: another LeaderAndIsr decision | ControllerElectLeader(leader) |
 | harness: crash (SIGKILL) | Crash(r) |
 
@@ -164,6 +165,9 @@ class FetchRound:
 
     leader: int
     handled: bool = False
+    lost: bool = False
+    """Its answer never reached the follower (the connection failed), whenever the leader
+    handles it."""
 
 
 @dataclass
@@ -216,12 +220,20 @@ class Converter:
         self.unknown: dict[int, set[str]] = {b: set() for b in self.brokers}
         self.rounds: dict[int, FetchRound | None] = {b: None for b in self.brokers}
         self.epoch_asked: dict[int, bool] = {b: False for b in self.brokers}
+        self.epoch_answered: set[int] = set()
+        """Followers whose OffsetsForLeaderEpoch request a leader's hook saw answered."""
         self.hw_sends: set[int] = set()
         self.started = False
         self.windows: dict[int, list[tuple[int, int, int]]] = {}
         self.by_broker: dict[int, list[Event]] = {}
         self.burst: Burst | None = None
         self.starting: set[int] = set()
+        self.late_init: set[int] = set()
+        """Brokers whose first LeaderAndIsr (epoch 0) came after Init."""
+        self.deposed: dict[int, Event] = {}
+        self.checkpoint_due: dict[int, tuple[int, Event]] = {}
+        """A HW checkpoint read from a HW whose step is still to come."""
+        """A fetch's state update made after a LeaderAndIsr deposed its leader (R21)."""
         self.harness_recorded = any(e.broker == 0 for e in recording.events)
 
     # -- the walk ---------------------------------------------------------------------------
@@ -244,7 +256,15 @@ class Converter:
         first = min(self.brokers)
         pending = {b for b in self.brokers}
         init_index = -1
-        for init_index, event in enumerate(events):  # noqa: B007 (used after the loop)
+        for init_index, event in enumerate(events):
+            if first not in pending and _later_epoch(event):
+                # the controller moved on before a broker cut off from it handled epoch 0:
+                # Init is here, and that broker's epoch-0 handling, when it comes, changes
+                # nothing Init does not already say of it (no log, epoch 0, leader `first`)
+                self.late_init |= pending
+                self.notes.append(f"brokers {sorted(pending)}: first LeaderAndIsr after Init")
+                init_index -= 1
+                break
             if event.broker in pending and event.name in ("makeLeader", "makeFollower"):
                 if event.args.get("epoch") == 0:
                     pending.discard(event.broker)
@@ -311,13 +331,21 @@ class Converter:
             self.records[key] = 1000 + len(self.records)
         return self.records[key]
 
-    def _absorb(self, event: Event, remote_of: int | None = None, everything: bool = False) -> None:
+    def _absorb(
+        self,
+        event: Event,
+        remote_of: int | None = None,
+        everything: bool = False,
+        isr: bool = False,
+    ) -> None:
         """Take broker event.broker's reported Partition state as its replica's.
 
         A leader's request handlers run concurrently: the state a hook reads may already hold
-        another follower's fetch whose step comes later. So the leader's view of its
-        followers' LEOs is taken whole only with a LeaderAndIsr (`everything`), and for the
-        one follower a fetch step is about (`remote_of`) otherwise."""
+        another follower's fetch whose step comes later, or not yet one whose step came
+        before (moved to its read). So the leader's view of its followers' LEOs is taken
+        whole only with a LeaderAndIsr (`everything`), and for the one follower a fetch step
+        is about (`remote_of`) otherwise; its ISR only with a LeaderAndIsr or a step that
+        changes the ISR (`isr`)."""
         s = event.state
         if not s:
             return
@@ -335,8 +363,10 @@ class Converter:
         r.cache = [(int(e), int(o)) for e, o in s.get("cache") or []]
         r.leader_epoch = int(s.get("leaderEpoch", r.leader_epoch))
         r.leader = int(s.get("leader", r.leader))
-        isr = frozenset(int(x) for x in s.get("isr") or [])
-        r.isr = isr if r.leader == event.broker else frozenset()
+        if r.leader != event.broker:
+            r.isr = frozenset()
+        elif everything or isr:
+            r.isr = frozenset(int(x) for x in s.get("isr") or [])
         remote = {int(k): int(v) for k, v in (s.get("remote") or {}).items()}
         if r.leader != event.broker:
             r.remote = {}
@@ -357,7 +387,10 @@ class Converter:
         if event.nano >= r.hw_stamp:
             r.hw, r.hw_stamp = int(s["hw"]), event.nano
         if int(s.get("leader", -1)) == event.broker:
-            r.isr = frozenset(int(x) for x in s.get("isr") or [])
+            # the ISR may hold another follower's expansion, made by a fetch handled at the
+            # same time whose step comes later: this fetch adds its own follower only
+            reported = frozenset(int(x) for x in s.get("isr") or [])
+            r.isr = r.isr | (reported & {follower})
         remote = {int(k): int(v) for k, v in (s.get("remote") or {}).items()}
         if follower in remote:
             r.remote[follower] = remote[follower]
@@ -431,6 +464,11 @@ class Converter:
         self.steps.append(
             Step(action, args, state, tuple(sorted(set(omit) | set(unknown))), source, nano)
         )
+        for b, (hw, event) in list(self.checkpoint_due.items()):
+            if b in self.alive and self.replicas[b].hw == hw and "hw" in state:
+                del self.checkpoint_due[b]
+                self.replicas[b].checkpoint = hw
+                self._emit_event("CheckpointHighWatermarks", {"replica": b}, event)
 
     def _emit_event(
         self, action: str, args: dict[str, Any], event: Event, omit: tuple[str, ...] = ()
@@ -450,6 +488,10 @@ class Converter:
 
     def _leadership(self, event: Event) -> None:
         b = event.broker
+        if b in self.late_init and event.args.get("epoch") == 0:
+            self.late_init.discard(b)
+            self._skip("a first LeaderAndIsr (epoch 0) handled after Init")
+            return
         if b in self.starting and (b not in self.alive or b not in self.ctrl_live):
             self.starting.discard(b)
             self._back(b, event)  # the controller's onBrokerStartup sent this LeaderAndIsr
@@ -465,6 +507,19 @@ class Converter:
             "leader": int(event.args.get("leader", NO_LEADER)),
         }
         self._emit_event("BecomeLeaderOrFollower", args, event)
+        self._deposed_hw(b, event)
+
+    def _deposed_hw(self, b: int, leadership: Event) -> None:
+        """A fetch read while b led, whose HW recomputation ran after this LeaderAndIsr made
+        b a follower (R21): the HW it reached, if it rose, as DeposedLeaderIncrementHw."""
+        update = self.deposed.pop(b, None)
+        if update is None or update.nano < leadership.nano:
+            return
+        r = self.replicas[b]
+        hw = int((update.state or {}).get("hw", r.hw))
+        if hw > r.hw:
+            r.hw, r.hw_stamp = hw, update.nano
+            self._emit_event("DeposedLeaderIncrementHw", {"replica": b}, update)
 
     # -- produce -------------------------------------------------------------------------
 
@@ -505,7 +560,7 @@ class Converter:
         """A fetch whose answer the follower never handled (a stale answer, dropped): the spec
         consumes it as a no-op FollowerHandleFetchResponse before the next send."""
         current = self.rounds.get(f)
-        if current is not None and current.handled:
+        if current is not None and current.handled and not current.lost:
             self._emit_event(
                 "FollowerHandleFetchResponse", {"replica": f, "leader": current.leader}, event
             )
@@ -532,7 +587,13 @@ class Converter:
             self._emit_event("LeaderHandleFetch", args, event)
             return
         if error not in (None, "NONE"):
-            self._absorb(event)
+            if current is None or current.leader != leader:
+                # its follower fetches elsewhere now: the spec's fetcher gave this request
+                # up (FetcherSend), and an error answer changes nothing on the leader
+                self._skip("an error answer to a fetch its follower gave up")
+                return
+            # an error answer changes nothing on the leader; its state may already hold
+            # steps whose hooks have not ended yet (a truncation): not taken
             if current is not None:
                 current.handled = True
             self._emit_event(
@@ -545,22 +606,29 @@ class Converter:
         if f not in self.replicas:
             return
         offset = int(event.args.get("fetchOffset", -1))
-        self._absorb_fetch(event, f)
-        self.ctrl_isr = self._zk_isr(event, self.ctrl_isr)
         current = self.rounds.get(f)
         if current is not None:
             current.handled = True
-        unseen = ("hw",) if self._concurrent(event, f) or self._busy(event, f) else ()
         args = {"replica": leader, "follower": f, "offset": offset}
+        if int((event.state or {}).get("leader", leader)) != leader:
+            # a LeaderAndIsr made this broker a follower between the read (where the step
+            # is) and the update: the state holds the fetch's effect no longer, and the HW
+            # it recomputed as a follower is a step after that LeaderAndIsr's (R21)
+            self.deposed[leader] = event
+            self._emit_event("LeaderHandleFetch", args, event, ("hw", "isr", "remoteLeo"))
+            return
+        before = self.replicas[leader].isr
+        self._absorb_fetch(event, f)
+        if self.replicas[leader].isr != before:
+            self.ctrl_isr = self._zk_isr(event, self.ctrl_isr)
+        unseen = ("hw",) if self._concurrent(event, f) or self._busy(event, f) else ()
         self._emit_event("LeaderHandleFetch", args, event, unseen)
 
     def _zk_isr(self, event: Event, default: frozenset[int]) -> frozenset[int]:
         """The ISR the leader wrote to ZooKeeper with this step, if it changed it."""
         s = event.state or {}
-        if s.get("leader") == event.broker and "isr" in s:
-            isr = frozenset(int(x) for x in s["isr"])
-            if int(s.get("leaderEpoch", -1)) == self.ctrl_epoch:
-                return isr
+        if s.get("leader") == event.broker and int(s.get("leaderEpoch", -1)) == self.ctrl_epoch:
+            return self.replicas[event.broker].isr
         return default
 
     def _on_expandIsr(self, event: Event) -> None:
@@ -579,6 +647,7 @@ class Converter:
     def _on_fetchEpochEndOffsetsRequest(self, event: Event) -> None:
         f = event.broker
         self.epoch_asked[f] = True
+        self.epoch_answered.discard(f)
         leader = self._leader_of(f)
         self._emit_event(
             "FollowerSendOffsetsForLeaderEpoch", {"replica": f, "leader": leader}, event
@@ -590,6 +659,12 @@ class Converter:
         if error not in (None, "NONE"):
             self.epoch_asked[f] = False
             leader = self._leader_of(f)
+            if f not in self.epoch_answered:
+                # a leader that hosts no Partition, or no leader in it yet (restarted, its
+                # LeaderAndIsr to come) answers before any hooked method
+                requested = int(event.args.get("requested", -1))
+                args = {"replica": leader, "follower": f, "requested": requested}
+                self._emit_event("LeaderHandleOffsetsForLeaderEpoch", args, event)
             args = {"replica": f, "leader": leader}
             self._emit_event("FollowerHandleOffsetsForLeaderEpochResponse", args, event)
 
@@ -601,6 +676,7 @@ class Converter:
             return
         requested = int(event.args.get("requested", -1))
         args = {"replica": leader, "follower": follower, "requested": requested}
+        self.epoch_answered.add(follower)
         self._emit_event("LeaderHandleOffsetsForLeaderEpoch", args, event)
 
     def _requester(self, event: Event) -> int | None:
@@ -638,7 +714,7 @@ class Converter:
         recomputed = self._next_on_thread(event)
         if recomputed is not None and recomputed.name == "maybeIncrementLeaderHW":
             event = replace(event, state=recomputed.state or event.state)
-        self._absorb(event)
+        self._absorb(event, isr=True)
         now = self.replicas[b].isr
         self.ctrl_isr = now
         out = sorted(before - now)
@@ -652,11 +728,19 @@ class Converter:
             return
         written = event.args.get("written")  # what the file got (the state is read after)
         hw = int(written) if isinstance(written, int) else int(s["hw"])
-        if hw == r.checkpoint:
+        due = self.checkpoint_due.get(b)
+        if hw == (due[0] if due is not None else r.checkpoint):
+            return
+        self.checkpoint_due.pop(b, None)
+        if r.hw != hw and self._checkpoint_earlier(b, hw, event):
+            r.checkpoint = hw
+            return
+        if r.hw != hw:
+            # read from a HW whose step is still to come (a hook that had not ended yet):
+            # the checkpoint step goes just after it (`_emit`)
+            self.checkpoint_due[b] = (hw, event)
             return
         r.checkpoint = hw
-        if r.hw != hw and self._checkpoint_earlier(b, hw, event):
-            return
         self._emit_event("CheckpointHighWatermarks", {"replica": b}, event)
 
     def _checkpoint_earlier(self, b: int, hw: int, event: Event) -> bool:
@@ -814,6 +898,13 @@ class Converter:
         if burst is None or burst.last is None:
             return
         order = sorted(burst.gone, key=lambda r: (r == burst.leader_before, r))
+        together = order[-1] == burst.leader_before and burst.epoch == self.ctrl_epoch + 1
+        if len(order) > 1 and together:
+            # the leader and others lost in one onBrokerFailure, one election (R22)
+            self.ctrl_live -= set(order)
+            self.ctrl_leader, self.ctrl_epoch, self.ctrl_isr = burst.leader, burst.epoch, burst.isr
+            self._emit_event("ControllerDetectFailure", {"replica": order[-1]}, burst.last)
+            return
         for r in order[:-1]:
             self.ctrl_live.discard(r)
             unseen = ("ctrlEpoch", "ctrlIsr", "ctrlLeader")
@@ -847,6 +938,7 @@ class Converter:
 
     def _crash(self, r: int, event: Event) -> None:
         self.alive.discard(r)
+        self.checkpoint_due.pop(r, None)
         rep = self.replicas[r]
         rep.leader_epoch, rep.leader, rep.isr, rep.remote = NOT_HOSTED, NO_LEADER, frozenset(), {}
         self.rounds[r] = None
@@ -856,14 +948,28 @@ class Converter:
 
     def _on_sendRequest(self, event: Event) -> None:
         """A fetch answered without the partition (a fetch session leaves out what did not
-        change), or not answered: the spec's FollowerHandleFetchResponse changes nothing."""
+        change): the spec's FollowerHandleFetchResponse changes nothing. A fetch whose answer
+        never came (the connection failed) or came while a LeaderAndIsr was taking the
+        partition from this fetcher (which drops it unread): no step; the spec's fetcher
+        gives that answer up with its next request (FetcherSend) or LeaderAndIsr."""
         f = event.broker
         if event.args.get("apiKey") != "FETCH":
             return
         current = self.rounds.get(f)
-        if current is None or not current.handled:
+        if current is None:
             return
-        if event.args.get("inResponse") is False or event.args.get("disconnected"):
+        if event.args.get("error") or event.args.get("disconnected"):
+            current.lost = True
+            self._skip("a fetch answer lost")
+            return
+        if not current.handled:
+            return
+        epoch = (event.state or {}).get("leaderEpoch")
+        if isinstance(epoch, int) and epoch > self.replicas[f].leader_epoch:
+            self.rounds[f] = None
+            self._skip("a fetch answer dropped by a LeaderAndIsr")
+            return
+        if event.args.get("inResponse") is False:
             self.rounds[f] = None
             args = {"replica": f, "leader": current.leader}
             self._emit_event("FollowerHandleFetchResponse", args, event)
@@ -873,9 +979,21 @@ class Converter:
         current = self.rounds.get(f)
         if current is None or not current.handled:
             return
+        if current.lost:
+            self.rounds[f] = None
+            return
         self.rounds[f] = None
         args = {"replica": f, "leader": current.leader}
         self._emit_event("FollowerHandleFetchResponse", args, event)
+
+
+def _later_epoch(event: Event) -> bool:
+    """Whether the event is a LeaderAndIsr decision, or its handling, past epoch 0."""
+    if event.name in ("makeLeader", "makeFollower"):
+        return int(event.args.get("epoch", 0)) > 0
+    if event.name == "addLeaderAndIsrRequest":
+        return int(event.args.get("leaderEpoch", 0)) > 0
+    return False
 
 
 def fetch_windows(events: Sequence[Event]) -> dict[int, list[tuple[int, int, int]]]:
@@ -954,16 +1072,40 @@ def produce_at_append(events: list[Event]) -> list[Event]:
 def fetch_at_read(events: list[Event]) -> list[Event]:
     """The events with each fetch's state update moved to just after its read: the answer a
     follower gets is what the leader read, so the spec's LeaderHandleFetch (which answers
-    from the log as it is) takes place there."""
-    moved = {id(update): read for read, update in fetch_pairs(events)}
-    after: dict[int, Event] = {id(read): update for read, update in fetch_pairs(events)}
+    from the log as it is) takes place there. Where another follower's fetch was read while
+    this one was handled (its read before this update, and no append between the two
+    reads), that read saw the HW from before this update: this fetch's step goes just after
+    that one's."""
+    pairs = fetch_pairs(events)
+    index = {id(e): i for i, e in enumerate(events)}
+    reads: dict[int, list[Event]] = {}
+    for read, _ in pairs:
+        reads.setdefault(read.broker, []).append(read)
+    appends: dict[int, list[int]] = {}
+    for i, e in enumerate(events):
+        if e.name == "appendRecordsToLeader":
+            appends.setdefault(e.broker, []).append(i)
+    after: dict[int, list[Event]] = {}
+    for read, update in pairs:
+        follower = read.args.get("follower")
+        start = index[id(read)]
+        end = min([index[id(update)], *(i for i in appends.get(read.broker, ()) if i > start)])
+        inside = [
+            other
+            for other in reads[read.broker]
+            if start < index[id(other)] < end and other.args.get("follower") != follower
+        ]
+        anchor = max(inside, key=lambda e: index[id(e)]) if inside else read
+        after.setdefault(id(anchor), []).append(update)
+    moved = {id(update) for _, update in pairs}
+    own = {id(update): id(read) for read, update in pairs}
     ordered: list[Event] = []
     for e in events:
         if id(e) in moved:
             continue
         ordered.append(e)
-        if id(e) in after:
-            ordered.append(after[id(e)])
+        # the anchor's own update first, then those that waited for its read
+        ordered.extend(sorted(after.get(id(e), ()), key=lambda u: (own[id(u)] != id(e), u.nano)))
     return ordered
 
 

@@ -26,6 +26,7 @@ ACTION_ARGS: dict[str, frozenset[str]] = {
     "ControllerElectLeader": frozenset({"replica"}),
     "Reregister": frozenset({"replica"}),
     "ControlledShutdown": frozenset({"replica"}),
+    "DeposedLeaderIncrementHw": frozenset({"replica"}),
     "Crash": frozenset({"replica"}),
     "UncleanShutdown": frozenset({"replica"}),
     "FailLogDir": frozenset({"replica"}),

@@ -109,6 +109,7 @@ class SpecParams:
     record_deletion: bool = True
     log_dir_failures: bool = True
     controlled_shutdowns: bool = True
+    deposed_leader_hw_race: bool = True
     invariants: tuple[str, ...] = ()
     """The spec's state predicates every state of a trace must satisfy (`--invariant`), by
     name (`invariant_names`); none: the trace is checked as a behaviour only."""
@@ -356,6 +357,7 @@ def tlc_config(params: SpecParams, replicas: int, diagnose: bool) -> str:
             f"    RecordDeletion = {_tla_bool(params.record_deletion)}",
             f"    LogDirFailures = {_tla_bool(params.log_dir_failures)}",
             f"    ControlledShutdowns = {_tla_bool(params.controlled_shutdowns)}",
+            f"    DeposedLeaderHwRace = {_tla_bool(params.deposed_leader_hw_race)}",
             f"    Diagnose = {_tla_bool(diagnose)}",
             *invariants.config_lines(params.invariants),
             "INIT TraceInit",
