@@ -46,6 +46,7 @@ from kreplica.conformance.fuzz.liveness import replay_saved
 from kreplica.conformance.fuzz.setup import CONFIG, DEFAULT_STEPS, DURABLE_MIN_ISR, FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
 from kreplica.conformance.tla.itf import read_trace
+from kreplica.impl.cluster import SimulationError
 from kreplica.impl.messages import IsolationLevel
 from kreplica.impl.steps import (
     CheckpointHighWatermarks,
@@ -390,10 +391,16 @@ def test_replay_and_minimize_keep_the_violation_and_drop_the_noise() -> None:
     assert small.violation == found.violation
 
 
-def test_a_step_that_cannot_be_applied_is_an_implementation_error() -> None:
-    found = replay(FuzzSetup().schedule([Deliver(1, 2)]))
-    assert found.violation is not None
-    assert found.violation[0] == IMPLEMENTATION_ERROR and "(1, 2)" in found.violation[1]
+def test_a_refused_step_is_a_finding_when_fuzzing_and_a_stale_schedule_in_replay() -> None:
+    """The fuzzer takes only enabled steps, so a step the simulator refuses there is reported
+    like any exception (ImplementationError); a saved schedule's step that is refused means
+    the schedule no longer applies, and its replay raises SimulationError (issue 43)."""
+    step = Deliver(1, 2)
+    schedule = FuzzSetup().schedule([step])
+    found = apply_checked(SpecRecorder(schedule.cluster(), TP, {}), step)
+    assert found == (IMPLEMENTATION_ERROR, f"SimulationError: nothing to deliver at {step}")
+    with pytest.raises(SimulationError, match=r"^step 1 of 1: nothing to deliver at Deliver"):
+        replay(schedule)
 
 
 def test_a_saved_failure_replays_from_its_files(tmp_path: Path) -> None:

@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import fuzz
+from hypothesis import strategies as st
+from hypothesis.control import current_build_context
+from hypothesis.errors import StopTest
 
 from kreplica.conformance.bridge.checked_steps import ANSWERED, REPLICATED, SpecRecorder
-from kreplica.conformance.bridge.schedule import TP, minimize, replay
+from kreplica.conformance.bridge.schedule import TP, minimize, read_schedule, replay
+from kreplica.conformance.fuzz import campaign as campaign_module
 from kreplica.conformance.fuzz.campaign import (
     FuzzResult,
     machine_for,
@@ -26,7 +30,12 @@ from kreplica.conformance.fuzz.liveness import (
     replay_saved,
     settle,
 )
-from kreplica.conformance.fuzz.machine import FuzzFailure, RunStats
+from kreplica.conformance.fuzz.machine import (
+    FuzzFailure,
+    ReplicationMachine,
+    RunStats,
+    StoppedRunFailure,
+)
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS
@@ -218,3 +227,68 @@ def test_a_saved_liveness_failure_replays_with_its_settle_phase() -> None:
     assert shrunk.violation == again.violation and len(shrunk.steps) <= len(KAFKA_10706)
     fixed = replace(saved, variant=FuzzSetup().variant)
     assert replay_saved(fixed).violation is None  # Kafka 2.6.3 settles it
+
+
+class OverrunAfterKafka10706(ReplicationMachine):
+    """The fuzzer's machine, except that run 1 of a campaign takes KAFKA_10706's steps in its
+    plan and then draws more than Hypothesis's buffer holds: Hypothesis ends the run as
+    overrun (as it does when a long run's draws outgrow the buffer), and the run's settle
+    phase, in its teardown, finds the seeded bug's livelock. Later runs are the fuzzer's."""
+
+    def _swarm(self, swarm: int) -> None:
+        if self.run != 1:
+            super()._swarm(swarm)
+            return
+        for step in KAFKA_10706:
+            self._apply(step)
+        too_large = st.binary(min_size=10_000)  # Hypothesis 6.170's buffer holds 8 KiB
+        current_build_context().data.draw(too_large)
+        raise AssertionError("unreachable: Hypothesis ends the run as overrun")
+
+
+def test_a_failure_in_the_settle_phase_of_an_overrun_run_is_reported_and_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: Hypothesis discards an exception raised by a run it has already marked as
+    overrun, so a failure the settle phase (teardown) finds in such a run used to be lost:
+    the campaign went on without writing the corpus and exited 0. Now it ends the campaign,
+    which reports it (exit 1), saves a schedule that replays it, and has written every run
+    it generated to the corpus, the failing one with its violation."""
+    monkeypatch.setattr(campaign_module, "ReplicationMachine", OverrunAfterKafka10706)
+    out, corpus = tmp_path / "out", tmp_path / "runs.jsonl"
+    args = ["--bug", "kafka-10706", "--examples", "5", "--steps", "10", "--no-shrink"]
+    result = fuzz(*args, "--out", str(out), "--corpus", str(corpus))
+    assert result.exit_code == 1, result.output
+    assert f"violation {REPLICATED}: still busy after" in result.output
+    assert "found in run 1 after" in result.output and "runs 1," in result.output
+    traces = list(iter_jsonl_traces(corpus))
+    assert [t.meta["run"] for t in traces] == [1]
+    assert traces[0].meta["violation"]["invariant"] == REPLICATED
+    (schedule,) = out.glob("*.schedule.json")
+    again = replay_saved(read_schedule(schedule))
+    assert again.violation is not None and again.violation[0] == REPLICATED
+
+
+def test_a_stopped_runs_failure_ends_the_campaign_only_if_it_is_the_first() -> None:
+    """The teardown of a run Hypothesis has stopped (its StopTest in flight) hands a settle
+    phase's failure past Hypothesis (`StoppedRunFailure`) when it is the campaign's first;
+    while a failure is being shrunk, a stopped candidate's failure is Hypothesis's to drop."""
+    stats = RunStats()
+    first = machine_for(KAFKA_10706_BUG, stats, 0, 50)()
+    for step in KAFKA_10706:
+        first._apply(step)
+    with pytest.raises(StoppedRunFailure) as stopped:
+        try:
+            raise StopTest(0)
+        finally:
+            first.teardown()
+    assert stopped.value.failure.violation[0] == REPLICATED
+    assert stats.runs_to_failure == first.run == 1
+    candidate = machine_for(KAFKA_10706_BUG, stats, 0, 50)()
+    for step in KAFKA_10706:
+        candidate._apply(step)
+    with pytest.raises(FuzzFailure):
+        try:
+            raise StopTest(0)
+        finally:
+            candidate.teardown()

@@ -36,7 +36,7 @@ from kreplica.conformance.bridge.lag_times import (
 )
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NOT_HOSTED, State
 from kreplica.conformance.bridge.recorder import BROKER_STEPS, Args, Event, Recorder
-from kreplica.impl.cluster import Cluster
+from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.messages import (
     AlterPartitionRequest,
     FetchRequest,
@@ -129,7 +129,8 @@ class SpecRecorder(Recorder):
     def _name(self, step: Step) -> tuple[str, Args] | None:
         """The spec action of a step; None for a client request the spec does not see."""
         if isinstance(step, Deliver) and step.src == CLIENT:
-            payload = self.cluster.network.queues[(step.src, step.dst)][step.index].payload
+            envelope = self.cluster.network.peek((step.src, step.dst), step.index)
+            payload = None if envelope is None else envelope.payload  # None: refused
             if isinstance(payload, FetchRequest | ListOffsetsRequest) and payload.replica_id < 0:
                 return None
             if isinstance(payload, ProduceRequest) and not self._spec_produce(step.dst, payload):
@@ -148,7 +149,11 @@ class SpecRecorder(Recorder):
 
 
 def apply_checked(
-    recorder: Recorder, step: Step, invariants: bool = True, rules: bool | None = None
+    recorder: Recorder,
+    step: Step,
+    invariants: bool = True,
+    rules: bool | None = None,
+    raise_refused: bool = False,
 ) -> Violation | None:
     """Apply one step through the recorder; the first violation it shows, if any. With
     `invariants` False the spec's invariants are not checked, and with `rules` False too (its
@@ -160,7 +165,12 @@ def apply_checked(
     `lag_times`, `checkpoint_times`), then the client's answers and requests
     (`client_answers`).
 
-    An exception from the simulator is a finding too: it is reported as IMPLEMENTATION_ERROR.
+    An exception from the simulator is a finding too: it is reported as IMPLEMENTATION_ERROR,
+    `"Type: message"`. With `raise_refused`, a SimulationError is raised instead: the
+    simulator refused a step that is not enabled (nothing to deliver at that index, a Restart
+    of a running broker), which is the caller's error, not the implementation's (a saved
+    schedule that no longer applies). The fuzzer takes only enabled steps, so it reports a
+    refusal like any exception.
     """
     before = recorder.state
     fetcher, answer = _fetcher_before(recorder.cluster, step)
@@ -169,6 +179,8 @@ def apply_checked(
     try:
         events = recorder.apply(step)
     except Exception as err:
+        if raise_refused and isinstance(err, SimulationError):
+            raise
         return IMPLEMENTATION_ERROR, f"{type(err).__name__}: {err}"
     if not invariants and not rules:  # rules None: as invariants
         return None

@@ -327,8 +327,11 @@ class Recorder:
         return in_flight is None or in_flight.correlation_id != corr
 
     def _name(self, step: Step) -> tuple[str, Args] | None:
-        """The action a step performs, decided before it runs (None: decided after)."""
+        """The action a step performs, decided before it runs (None: decided after, or a
+        message that is not on the link, which the simulator refuses: SimulationError)."""
         if isinstance(step, Deliver | Drop):
+            if self.cluster.network.peek((step.src, step.dst), step.index) is None:
+                return None
             named = delivery_action(self.cluster, step, self.projector, self.tp)
             envelope = self.cluster.network.queues[(step.src, step.dst)][step.index]
             answer = named is not None and named[0] in RESPONSE_HANDLERS.values()

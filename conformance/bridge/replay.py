@@ -112,7 +112,7 @@ BROKER_STEPS: dict[str, Callable[[int], Step]] = {
 
 # Spec actions the implementation does not model (R18, R20): only real Kafka traces
 # (`kreplica kafka trace`) take them, and no simulator step can replay them.
-SPEC_ONLY_ACTIONS = frozenset({"Reregister", "ControlledShutdown"})
+SPEC_ONLY_ACTIONS = frozenset({"Reregister", "ControlledShutdown", "DeposedLeaderIncrementHw"})
 # Every action of the spec (the names traces use).
 SPEC_ACTIONS = frozenset(
     {
@@ -321,7 +321,7 @@ class Replayer:
         for step in steps:
             try:
                 events = self.recorder.apply(step)
-            except (KeyError, IndexError, ValueError) as err:  # e.g. no message at that index
+            except (KeyError, IndexError, ValueError, SimulationError) as err:  # e.g. no message
                 raise SimulationError(f"hidden step {step!r} cannot be taken: {err}") from None
             self._judge_answers()
             if events:

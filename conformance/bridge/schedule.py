@@ -4,10 +4,13 @@ Each step is a JSON object as `step_codec` writes it. A schedule file (`*.schedu
 what a replay needs: the variant, the number of replicas, the broker config and the violation
 the run shows (see `Schedule`).
 
-`replay` runs a schedule on a fresh cluster with the fuzzer's checks; `minimize` deletes the
-steps a violation does not need, replaying each candidate. A schedule that records a liveness
-failure (`LIVENESS`) holds the run up to its settle phase, which both run again after its
-steps when given the fuzzer's (`Settle`).
+`replay` runs a schedule on a fresh cluster with the fuzzer's checks; `same_failure` says
+whether what it shows is the failure the schedule recorded (an exception only with the same
+type and message); a step the simulator refuses means the schedule no longer applies, and
+raises SimulationError rather than blaming the implementation. `minimize` deletes the steps a
+violation does not need, replaying each candidate. A schedule that records a liveness failure
+(`LIVENESS`) holds the run up to its settle phase, which both run again after its steps when
+given the fuzzer's (`Settle`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from kreplica.conformance.bridge.projection import State
 from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.itf import ItfTrace, read_json, write_text_atomic
-from kreplica.impl.cluster import Cluster
+from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.steps import Step
 from kreplica.impl.variants import DIMENSIONS, Variant, VariantError, parse_variant
@@ -227,16 +230,21 @@ def replay(
     """Run the schedule's steps on a fresh cluster, checking as the fuzzer does (with
     `invariants` False, as `fuzz --no-invariants` does: exceptions only, unless `rules`, as
     `fuzz --rules-only` does: Kafka's rules but not the spec's invariants); stop at the first
-    violation. A step that cannot be applied is reported as an ImplementationError; at a step
-    that is not `allowed`, the replay stops without a violation. With `settle`, the settle
-    phase follows the last step (`Settle`), and what it finds is the replay's violation."""
+    violation. An exception the implementation raises is an ImplementationError violation; a
+    step the simulator refuses (it is not enabled: the schedule no longer applies) raises
+    SimulationError, `step N of M: why`. At a step that is not `allowed`, the replay stops
+    without a violation. With `settle`, the settle phase follows the last step (`Settle`),
+    and what it finds is the replay's violation."""
     recorder = SpecRecorder(schedule.cluster(), TP, dict(meta or {}))
     previous: Step | None = None
     for n, step in enumerate(schedule.steps, start=1):
         if allowed is not None and not allowed(recorder.cluster, recorder.state, previous, step):
             return Replay(None, n - 1, recorder.trace())
         previous = step
-        found = apply_checked(recorder, step, invariants, rules)
+        try:
+            found = apply_checked(recorder, step, invariants, rules, raise_refused=True)
+        except SimulationError as err:
+            raise SimulationError(f"step {n} of {len(schedule.steps)}: {err}") from None
         if found is not None:
             return Replay(found, n, recorder.trace())
     trace = recorder.trace()
@@ -251,6 +259,15 @@ def failure_kind(violation: Violation) -> tuple[str, str]:
     livelock must not shrink into a partition left without a leader)."""
     name, reason = violation
     return name, reason if name == IMPLEMENTATION_ERROR or name in LIVENESS else ""
+
+
+def same_failure(recorded: Violation | None, shown: Violation | None) -> bool:
+    """Whether a replay shows the failure a schedule recorded: the same kind of failure
+    (`failure_kind`: the invariant, and for an exception the same type and message, for a
+    liveness failure the same reason), or none where none was recorded."""
+    if recorded is None or shown is None:
+        return recorded is None and shown is None
+    return failure_kind(recorded) == failure_kind(shown)
 
 
 def _still_fails(
@@ -269,7 +286,10 @@ def _still_fails(
     settle phase follows the steps (`Settle`)."""
     if allowed is None:
         candidate = replace(schedule, steps=tuple(steps))
-        result = replay(candidate, invariants=invariants, rules=rules, settle=settle)
+        try:
+            result = replay(candidate, invariants=invariants, rules=rules, settle=settle)
+        except SimulationError:  # a step left without the one that enabled it
+            return None
         if result.violation is None or failure_kind(result.violation) != kind:
             return None
         return steps[: result.steps_applied]
@@ -303,7 +323,8 @@ def minimize(
     runs of consecutive steps, largest first, with the steps that depend on them (a greedy
     delta debugging), round after round until a round deletes nothing. Each try is a
     replay (checking `invariants` and `rules`, and settling with `settle`, as `replay`
-    does); at most `max_replays` of them."""
+    does); at most `max_replays` of them. SimulationError if the schedule's own steps
+    cannot be applied."""
     if schedule.violation is None:
         return schedule
     kind, steps, tries = failure_kind(schedule.violation), list(schedule.steps), 0

@@ -435,7 +435,7 @@ def json_report(
     "--spec-dir",
     type=click.Path(path_type=Path),
     envvar=SPEC_DIR_ENV,
-    help=f"Spec directory [env {SPEC_DIR_ENV}; default: spec/ of the checkout].",
+    help=f"Spec directory [env {SPEC_DIR_ENV}; default: spec/ of the checkout or the package].",
 )
 @click.option("--java", envvar="KREPLICA_JAVA", help="Java executable [env KREPLICA_JAVA].")
 @click.option(

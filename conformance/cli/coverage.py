@@ -46,9 +46,10 @@ Examples:
 \b
 A CORPUS is a JSON-lines file of ITF traces (kreplica fuzz --corpus), an
 .itf.json file, or a directory searched for both. The graph is TLC's dump of
---config (spec/<NAME>.cfg), cached in build/coverage/ by the sha256 of the
-spec and the config; the first run of a config takes TLC's time (CoverageCrash:
-about 30 s). docs/coverage.md explains the report.
+--config (spec/<NAME>.cfg), cached in build/coverage/ (outside a checkout:
+~/.cache/kreplica/coverage) by the sha256 of the spec and the config; the first
+run of a config takes TLC's time (CoverageCrash: about 30 s). docs/coverage.md
+explains the report.
 
 \b
 Exit codes:

@@ -23,6 +23,7 @@ from kreplica.conformance.bridge.replay import (
 from kreplica.conformance.bridge.schedule import (
     Schedule,
     recorded_checks,
+    same_failure,
     schedule_from_json,
     variant_from_json,
 )
@@ -46,18 +47,23 @@ from kreplica.impl.cluster import SimulationError
 from kreplica.impl.variants import Variant, VariantError, parse_variant
 
 EXIT_CANNOT_REPLAY = 4
-"""A step the implementation cannot take (a Restart of a running broker, ...)."""
+"""A step the implementation cannot take (a Restart of a running broker, ...): the trace or
+schedule does not apply to it, which is no failure of the implementation."""
 
 EPILOG = """\b
 Exit codes:
   0  the implementation conforms: every step reproduced, every state equal
-     (for a JSON-lines file or several traces: every one of them)
-  1  it does not: the first step that differs is reported
+     (for a JSON-lines file or several traces: every one of them); a
+     schedule shows the failure it recorded: the same invariant (an
+     exception: its type and message; a liveness failure: its reason)
+  1  it does not: the first step that differs is reported (a schedule:
+     not the failure it recorded)
   2  bad input: a missing, truncated or non-ITF trace (or one nested too
      deeply), PATH:LINE naming no trace, an unknown action or variable, a
      value of another type than the spec's, an unknown variant or bug
   4  a step cannot be replayed: the implementation cannot take it (e.g. a
-     Restart of a broker that is running); the step and the reason are printed
+     Restart of a broker that is running, a delivery from an empty link: a
+     schedule that no longer applies); the step and the reason are printed
 """
 
 
@@ -223,7 +229,9 @@ def _numbered(
 
 def replay_schedule(schedule: Schedule, name: str, console: Console) -> int:
     """Run a saved schedule exactly, with the checks its campaign made (a liveness failure's
-    with the settle phase after its steps); 0 if it shows the violation it recorded."""
+    with the settle phase after its steps): 0 if it shows the failure it recorded
+    (`same_failure`: an exception of the same type and message), 1 if another, 4 if a step
+    cannot be applied (the schedule no longer applies to the implementation)."""
     invariants, rules = recorded_checks(schedule, name)
     try:
         result = replay_saved(schedule, invariants=invariants, rules=rules)
@@ -233,14 +241,17 @@ def replay_schedule(schedule: Schedule, name: str, console: Console) -> int:
     shown = result.violation
     console.print(f"{name}: {result.steps_applied} of {len(schedule.steps)} impl steps replayed")
     if shown is not None:
-        console.print(f"violation {shown[0]}: {shown[1]}")
+        console.print(f"violation {shown[0]}: {shown[1]}", soft_wrap=True)
     else:
         console.print("no invariant failed")
     recorded = schedule.violation
-    if (shown[0] if shown else None) == (recorded[0] if recorded else None):
+    if same_failure(recorded, shown):
         console.print("the same as recorded" if recorded else "as recorded")
         return EXIT_OK
-    console.print(f"recorded: {recorded[0] + ': ' + recorded[1] if recorded else 'no violation'}")
+    console.print(
+        f"recorded: {recorded[0] + ': ' + recorded[1] if recorded else 'no violation'}",
+        soft_wrap=True,
+    )
     return EXIT_UNEXPECTED
 
 

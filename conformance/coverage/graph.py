@@ -4,7 +4,8 @@ loaded into networkx, with the states where each reachability witness is false.
 Contract: `load_state_graph(spec_dir, "CoverageCrash")` returns a `StateGraph` whose nodes are
 the valuations of the spec's variables (`tla.vocabulary.VARIABLES`) that TLC reached, and whose
 edges `(u, v, action)` are the steps between them, keyed by the spec action's name. It is cached
-under `build/coverage/`, keyed by the sha256 of the spec module and the config.
+under `build/coverage/` (outside a checkout: the user's kreplica cache), keyed by the sha256
+of the spec module and the config.
 
 How it is built, in one TLC run (one worker, `-dump dot,actionlabels`, no deadlock check):
 - The config is used without its VIEW, SYMMETRY, INVARIANTS and PROPERTIES: a VIEW would merge
@@ -53,6 +54,7 @@ from kreplica.conformance.tla.tlavalue import (
 from kreplica.conformance.tla.tlc import TlcOptions, find_java, spawn, stream, tlc_command
 from kreplica.conformance.tla.tlc_output import TlcOutput, TlcResult, Verdict
 from kreplica.conformance.tla.vocabulary import VARIABLES
+from kreplica.conformance.validate.tlcdata import default_cache_dir as user_cache_dir
 
 from .states import StateKey, state_key
 
@@ -413,7 +415,11 @@ def _run(cmd: list[str], workdir: Path) -> tuple[TlcResult, set[str]]:
 
 
 def default_cache_dir(spec_dir: Path) -> Path:
-    """`build/coverage/` of the checkout that holds `spec_dir`."""
+    """`build/coverage/` of the checkout that holds `spec_dir`; for the spec of an installed
+    wheel (its parent is the `kreplica` package, in site-packages), `coverage/` of the user's
+    kreplica cache (`validate.tlcdata.default_cache_dir`): nothing is written into a package."""
+    if (spec_dir.parent / "__init__.py").is_file():
+        return user_cache_dir() / "coverage"
     return spec_dir.parent / "build" / "coverage"
 
 

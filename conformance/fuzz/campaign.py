@@ -29,7 +29,13 @@ from kreplica.conformance.fuzz.choices import (
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.liveness import settle
-from kreplica.conformance.fuzz.machine import Failure, FuzzFailure, ReplicationMachine, RunStats
+from kreplica.conformance.fuzz.machine import (
+    Failure,
+    FuzzFailure,
+    ReplicationMachine,
+    RunStats,
+    StoppedRunFailure,
+)
 from kreplica.conformance.fuzz.reproducible import local_constants_off
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
@@ -110,8 +116,9 @@ def run_fuzz(
 ) -> FuzzResult:
     """Run up to `examples` runs of up to `max_steps` steps, or until `time_limit` seconds
     have passed without a failure. The first failing run is shrunk by Hypothesis (if
-    `shrink`), then minimised step by step (always). With a corpus, every generated run's
-    trace is appended to it (CorpusError if it cannot be written)."""
+    `shrink`; not a run Hypothesis had stopped before its settle phase failed,
+    `StoppedRunFailure`), then minimised step by step (always). With a corpus, every
+    generated run's trace is appended to it (CorpusError if it cannot be written)."""
     stats = RunStats(on_run=on_run, time_limit=time_limit)
     failure = None
     if examples > 0:
@@ -123,6 +130,8 @@ def run_fuzz(
                 )
         except FuzzFailure as err:
             failure = _failure(setup, err)
+        except StoppedRunFailure as stopped:  # found where Hypothesis could not take it
+            failure = _failure(setup, stopped.failure)
         except Exception:
             if not stats.timed_out:
                 raise

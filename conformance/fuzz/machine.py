@@ -33,6 +33,7 @@ generated run's trace is appended as one JSON line.
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis import target
+from hypothesis.errors import StopTest
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -202,6 +204,29 @@ class FuzzFailure(AssertionError):
         self.config = config
         self.settled_from = settled_from
         """For a liveness failure: how many of `steps` came before the settle phase."""
+
+
+class StoppedRunFailure(BaseException):
+    """The campaign's first failure, found by the settle phase (in the teardown) of a run
+    that Hypothesis had already stopped: a draw overran the run's buffer, or its data was
+    invalid. Hypothesis discards what such a run raises (its data is closed) and would go on
+    generating runs, the failure lost; so this ends the campaign instead, and
+    `campaign.run_fuzz` minimises and reports `failure` like any other, without Hypothesis's
+    shrinking. A BaseException, like Hypothesis's own StopTest, so that Hypothesis does not
+    take it for the test's failure but lets it through (Ctrl-C does the same)."""
+
+    def __init__(self, failure: FuzzFailure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+def stopped_by_hypothesis() -> bool:
+    """Whether Hypothesis has stopped the run being torn down: its StopTest is in flight
+    (the teardown runs in a `finally` of Hypothesis's stateful loop). Checked against
+    Hypothesis 6.170, where any exception a teardown raises then is discarded
+    (`core.StateForActualGivenExecution._execute_once_for_engine`: data frozen, StopTest);
+    pinned by `tests/test_fuzz_liveness.py`, which overruns a run for real."""
+    return isinstance(sys.exc_info()[1], StopTest)
 
 
 @dataclass
@@ -417,7 +442,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         liveness. Then count the run's spec actions and abstract states (with --guided, hand
         its rarity to Hypothesis's `target`) and append its trace to the corpus, for the runs
         Hypothesis generates only (none once the first failing run is being shrunk); then
-        raise FuzzFailure if settling broke an invariant or a liveness requirement."""
+        raise FuzzFailure if settling broke an invariant or a liveness requirement, or
+        StoppedRunFailure if that is the campaign's first failure and Hypothesis, having
+        stopped the run already (an overrun), would discard a FuzzFailure."""
+        stopped = stopped_by_hypothesis()
         late = None
         if self.violation is None:
             try:
@@ -431,6 +459,8 @@ class ReplicationMachine(RuleBasedStateMachine):
             if self.setup.guided:
                 target(rarity, label="rarity of the abstract states reached")
             self._write_corpus()
+        if late is not None and stopped and self.run == self.stats.runs_to_failure:
+            raise StoppedRunFailure(late) from late
         if late is not None:
             raise late
 

@@ -54,8 +54,13 @@ class ModelConfig:
 
 
 def default_spec_dir() -> Path:
-    """`spec/` beside the `conformance/` folder (the checkout's spec/; this file is
-    conformance/tla/specs.py, through the link src/kreplica/conformance)."""
+    """`spec/` beside the `conformance/` folder that holds this file (conformance/tla/specs.py).
+
+    In a checkout that folder is reached through the link src/kreplica/conformance and resolves
+    to the project root's conformance/, so this is the checkout's spec/ (also for a mutation
+    overlay, whose conformance is a link to the real one). In an installed wheel, which has no
+    links, it is the `kreplica` package's spec/: pyproject.toml's package-data puts spec/ there,
+    through the link src/kreplica/spec. Pinned by tests/test_wheel.py."""
     return Path(__file__).resolve().parents[2] / "spec"
 
 
