@@ -26,6 +26,7 @@ other: every step must be a successor, under the logged action, of the state bef
 | controller: onBrokerFailure(r) | ControllerDetectFailure(r) |
 | controller: onBrokerStartup(r) | Restart(r); Reregister(r) if r never stopped |
 | controller failover: r offline, then an election | one ControllerDetectFailure(r), two epochs |
+| controller: leader and others lost in one event | one ControllerDetectFailure(leader) (R22) |
 | controller: a decision while r shuts down | ControlledShutdown(r) |
 | updateFollowerFetchState after makeFollower | DeposedLeaderIncrementHw(r), if its HW rose |
 | controller: another LeaderAndIsr decision | ControllerElectLeader(leader) |
