@@ -26,23 +26,23 @@ import. Imports flow one way, down this list, and never up or sideways:
                spec's vocabulary: the spec's side, with no knowledge of the implementation
     errors     (a module) the exceptions every room raises and the CLI's exit codes
 
-Rule and scenario numbers (R1-R17, S1-S13) in docstrings are explained in docs/kafka-rules.md;
+Rule and scenario numbers (R1-R22, S1-S14) in docstrings are explained in docs/kafka-rules.md;
 docs/architecture.md draws the rooms and what flows between them.
 
 `ROOMS` below is that graph as data; `tests/test_layout.py` reads every module's imports and
-fails on an edge it does not allow (Python refuses no cycle, so the test does).
+fails on an edge it does not allow, and on an edge no import uses (Python refuses no cycle,
+so the test does). A module named in a string (code run as another process) counts as an
+import.
 """
 
 ROOMS: dict[str, frozenset[str]] = {
     "cli": frozenset(
         {
-            "bench",
             "demo",
             "explain",
             "mutation",
             "coverage",
             "kafka",
-            "symbolic",
             "fuzz",
             "validate",
             "bridge",
@@ -51,27 +51,13 @@ ROOMS: dict[str, frozenset[str]] = {
             "impl",
         }
     ),
-    "bench": frozenset(
-        {
-            "explain",
-            "mutation",
-            "coverage",
-            "kafka",
-            "symbolic",
-            "fuzz",
-            "validate",
-            "bridge",
-            "tla",
-            "errors",
-            "impl",
-        }
-    ),
-    "demo": frozenset({"explain", "validate", "bridge", "tla", "errors"}),
+    "bench": frozenset({"kafka", "fuzz", "validate", "tla", "errors", "impl"}),
+    "demo": frozenset({"explain", "tla", "errors"}),
     "explain": frozenset({"validate", "bridge", "tla", "errors"}),
-    "mutation": frozenset({"fuzz", "validate", "bridge", "tla", "errors", "impl"}),
+    "mutation": frozenset({"tla", "errors", "impl"}),
     "coverage": frozenset({"validate", "tla", "errors"}),
-    "kafka": frozenset({"bridge", "tla", "errors", "impl"}),
-    "symbolic": frozenset({"errors", "impl"}),
+    "kafka": frozenset({"tla", "errors", "impl"}),
+    "symbolic": frozenset({"impl"}),
     "fuzz": frozenset({"bridge", "tla", "errors", "impl"}),
     "validate": frozenset({"tla", "errors", "impl"}),
     "bridge": frozenset({"tla", "errors", "impl"}),

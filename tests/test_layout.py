@@ -9,6 +9,7 @@ this test does: between rooms (ROOMS must be a DAG) and between modules.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +59,30 @@ def _type_checking_only(tree: ast.Module) -> set[int]:
     return hidden
 
 
+NAMED_MODULE = re.compile(r"\bkreplica\.(?:conformance\.\w+|impl)(?:\.\w+)*")
+"""A kreplica module named in a string: code run in another process (`python -c`, `-m`)."""
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the string constants that are docstrings or other bare string statements."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+
+
+def named_in_strings(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) for every kreplica module a string of the file names (not a docstring):
+    an import that runs in another process is an edge of the room graph too."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docs = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            for name in NAMED_MODULE.findall(node.value):
+                yield node.lineno, name
+
+
 def imports_of(path: Path, module: str, at_run_time: bool = False) -> Iterator[tuple[int, str]]:
     """(line, imported module) for every import in a file; `from package import name` also
     yields package.name (it may be a module). `at_run_time`: leave out the imports under
@@ -90,22 +115,30 @@ def sources(root: Path) -> dict[str, Path]:
     return found
 
 
-def forbidden_imports(root: Path, rooms: dict[str, frozenset[str]]) -> list[str]:
-    """One line per import that goes against the room graph: `file:line: a -> b (room x may
-    import only ...)`."""
+def room_edges(root: Path) -> Iterator[tuple[Path, int, str, str, str, str]]:
+    """(file, line, module, target, its room, target's room) for every import of a module of
+    another room, and every module of another room a string names (`named_in_strings`)."""
     modules = sources(root)
-    found: dict[tuple[Path, int, str], str] = {}
     for module, path in modules.items():
         source_room = room_of(module)
-        for line, target in imports_of(path, module):
+        named = [*imports_of(path, module), *named_in_strings(path)]
+        for line, target in named:
             if target not in modules or target in NEUTRAL:
                 continue
             target_room = room_of(target)
             if source_room is None or target_room is None or target_room == source_room:
                 continue
-            if target_room not in rooms[source_room]:
-                key = (path, line, module)  # one line per import statement: its most precise name
-                found[key] = max(found.get(key, ""), target, key=len)
+            yield path, line, module, target, source_room, target_room
+
+
+def forbidden_imports(root: Path, rooms: dict[str, frozenset[str]]) -> list[str]:
+    """One line per import that goes against the room graph: `file:line: a -> b (room x may
+    import only ...)`."""
+    found: dict[tuple[Path, int, str], str] = {}
+    for path, line, module, target, source_room, target_room in room_edges(root):
+        if target_room not in rooms[source_room]:
+            key = (path, line, module)  # one line per import statement: its most precise name
+            found[key] = max(found.get(key, ""), target, key=len)
     problems = []
     for (path, line, module), target in sorted(found.items()):
         source_room = room_of(module)
@@ -138,6 +171,56 @@ def module_graph(root: Path) -> nx.DiGraph:
 def test_every_import_follows_the_room_graph() -> None:
     problems = forbidden_imports(ROOT, ROOMS)
     assert not problems, "imports against kreplica.conformance.ROOMS:\n" + "\n".join(problems)
+
+
+KEPT_EDGES: dict[tuple[str, str], str] = {}
+"""Edges of ROOMS that no import uses, each with why it is kept (none today)."""
+
+
+def test_every_edge_of_the_room_graph_is_used() -> None:
+    """ROOMS allows only what the code does: an edge no import (or string-named module) uses
+    is either removed or listed in KEPT_EDGES with a reason."""
+    used = {(a, b) for *_, a, b in room_edges(ROOT)}
+    unused = sorted(
+        (a, b) for a, bs in ROOMS.items() for b in bs if (a, b) not in used | set(KEPT_EDGES)
+    )
+    assert not unused, "edges of kreplica.conformance.ROOMS no import uses: " + ", ".join(
+        f"{a} -> {b}" for a, b in unused
+    )
+
+
+def test_each_room_docstring_names_its_modules() -> None:
+    """Every room's `__init__.py` says what it holds: each module and subpackage of the room,
+    by name in backquotes."""
+    missing = []
+    for folder in sorted((ROOT / "conformance").iterdir()):
+        init = folder / "__init__.py"
+        if not init.exists():
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        names = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
+        names += [p.name for p in folder.iterdir() if (p / "__init__.py").exists()]
+        missing += [f"{folder.name}/{n}" for n in sorted(names) if f"`{n}`" not in doc]
+    assert not missing, "modules no room docstring names: " + ", ".join(missing)
+
+
+def test_a_module_named_in_a_string_is_an_edge(tmp_path: Path) -> None:
+    """Code run in another process (`python -c "from kreplica.conformance.cli ..."`) is an
+    import all the same: the scan catches it, and leaves docstrings alone."""
+    for module in ("conformance/__init__.py", "conformance/cli/__init__.py",
+                   "conformance/cli/main.py", "conformance/bench/__init__.py"):  # fmt: skip
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("")
+    (tmp_path / "impl").mkdir()
+    (tmp_path / "conformance/bench/x.py").write_text(
+        '"""Runs kreplica.conformance.cli.main, as a docstring says."""\n'
+        'CODE = "from kreplica.conformance.cli.main import main; main()"\n'
+    )
+    problems = forbidden_imports(tmp_path, {"cli": frozenset({"bench"}), "bench": frozenset()})
+    assert problems == [
+        "conformance/bench/x.py:2: kreplica.conformance.bench.x -> kreplica.conformance.cli.main "
+        "(room 'bench' may import only nothing else)"
+    ]
 
 
 def test_the_room_graph_is_a_dag_and_names_every_room() -> None:

@@ -97,9 +97,8 @@ def run_mode(
     """Run `kreplica conform` in a fresh process; time it and read its peak RSS. The cluster
     mode runs against `master`, its executors with `executor_python`."""
     code = (
-        "import resource, sys\n"
-        "from kreplica.conformance.cli.main import main\n"
-        "try:\n    main()\nexcept SystemExit as e:\n"
+        "import resource, runpy, sys\n"
+        "try:\n    runpy.run_module('kreplica', run_name='__main__')\nexcept SystemExit as e:\n"
         "    print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
         "    raise\n"
     )

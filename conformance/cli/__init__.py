@@ -3,6 +3,7 @@ another room and rendering what it returns.
 
 Holds: `main` (the click group; `errors.run_command` turns every error into one stderr line and
 an exit code, for it and for the `python -m` programs), `check`, `replay`, `fuzz`, `conform`,
+`explain`, `coverage`, `mutate`, `demo`, `kafka` (with `kafka_compare` and `kafka_trace`),
 `outputs` (output paths checked before long work), `console` (how every subcommand prints).
 
 May import: every other room. No other room imports it.

@@ -6,7 +6,8 @@ not observe, and the marks to highlight: an acknowledged record lost, replicas t
 HW that moves back, an invariant broken), `kafka_words` (each spec action as the Kafka method it
 models), `window` (the steps a picture of a long trace shows, its idle fetch round trips
 folded), `terminal` (rich), `figure` (PNG and SVG, matplotlib) and `html` (one self-contained
-page that steps through the run). `kreplica explain` is its command line (docs/explain.md).
+page that steps through the run), `rejection` (a trace's rejection read from `kreplica
+conform`'s results, to draw). `kreplica explain` is its command line (docs/explain.md).
 
 May import: `bridge`, `tla` and `errors`.
 """

@@ -4,7 +4,9 @@ Holds: `setup` (a campaign's set-up), `choices` (which enabled step each rule ma
 `machine` (the rule-based state machine), `campaign` (runs, failures, saving, the summary),
 `targets` (each seeded bug and unsafe variant with the set-up that hunts it), `corpus_writer`
 (every run's trace as a JSON line), `random_walk` (cheap random-walk corpora), `reproducible`
-(a seeded campaign that depends on its seed alone).
+(a seeded campaign that depends on its seed alone), `liveness` (the settle phase: once the
+faults stop, replication catches up), `guidance` (abstract states and a run's rarity, for
+`--guided`).
 
 May import: `kreplica.conformance.bridge`, `.tla`, `.errors`, and `kreplica.impl`.
 """

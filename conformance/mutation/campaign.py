@@ -64,8 +64,9 @@ SURVIVED = "survived"
 EQUIVALENT = "equivalent"
 """Not a run's verdict: a mutant argued equivalent in equivalent.toml (never run)."""
 
-KREPLICA = "from kreplica.conformance.cli.main import main; main()"
-"""`python -c KREPLICA ARGS` is `kreplica ARGS` with the interpreter that runs this one."""
+KREPLICA = ("-m", "kreplica")
+"""`python -m kreplica ARGS` is `kreplica ARGS` with the interpreter that runs this one (and
+the overlay's mutated kreplica.impl, first on its PYTHONPATH)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +148,7 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], deadline: float) -> tu
             if _STOPPING.is_set():
                 raise Stopped
             proc = subprocess.Popen(
-                [sys.executable, "-c", KREPLICA, *args],
+                [sys.executable, *KREPLICA, *args],
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,

@@ -11,5 +11,5 @@ It is a room rather than a test helper because the oracles are a second reading 
 (beside `tla`, which runs the spec itself) and mypy strict holds them like every other room;
 the tests in tests/test_symbolic.py only choose bounds and bugs and assert.
 
-May import: `kreplica.conformance.errors` and `kreplica.impl`.
+May import: `kreplica.impl`.
 """

@@ -6,7 +6,8 @@ file that the Java reader in `java/` hands to TLC), `shapes` (each variable's ty
 spec's TypeOK, for one-line errors on values of the wrong type), `sources` (ITF files and
 JSON-lines corpora, read as `(trace id, text)`), `conform` (the Spark and process-pool
 runners), `locks` (the lock a run holds on its output directory), `results` (one row per
-trace: Parquet, JSON lines, JUnit XML, the summary).
+trace: Parquet, JSON lines, JUnit XML, the summary), `invariants` (`--invariant`: which state
+predicates, and where a trace breaks one), `why` (the false conjunct of a rejected step).
 
 May import: `kreplica.conformance.tla`, `.errors`, and `kreplica.impl` (for the variant registry,
 `kreplica.impl.variants`, alone). Not `bridge`: trace validation needs the spec's side only, so a
