@@ -35,7 +35,7 @@ from kreplica.conformance.bridge.schedule import (
     minimize,
     read_schedule,
     recorded_checks,
-    replay,
+    replay_schedule,
 )
 from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json, step_to_json
 from kreplica.conformance.errors import TraceError
@@ -377,7 +377,7 @@ def acks1_loss() -> list[Step]:
 def test_replay_and_minimize_keep_the_violation_and_drop_the_noise() -> None:
     setup = FuzzSetup(variant=Variant(acks="1"))
     schedule = setup.schedule(acks1_loss())
-    found = replay(schedule)
+    found = replay_schedule(schedule)
     assert found.violation is not None and found.violation[0] == "AckedRecordsNeverLost"
     assert found.steps_applied == 9  # the last step is never reached
     small = minimize(replace(schedule, violation=found.violation), fuzzer_may_take)
@@ -400,7 +400,7 @@ def test_a_refused_step_is_a_finding_when_fuzzing_and_a_stale_schedule_in_replay
     found = apply_checked(SpecRecorder(schedule.cluster(), TP, {}), step)
     assert found == (IMPLEMENTATION_ERROR, f"SimulationError: nothing to deliver at {step}")
     with pytest.raises(SimulationError, match=r"^step 1 of 1: nothing to deliver at Deliver"):
-        replay(schedule)
+        replay_schedule(schedule)
 
 
 def test_a_saved_failure_replays_from_its_files(tmp_path: Path) -> None:
@@ -412,7 +412,7 @@ def test_a_saved_failure_replays_from_its_files(tmp_path: Path) -> None:
         [trace_path.name, schedule_path.name]
     )
     schedule = read_schedule(schedule_path)
-    assert replay(schedule).violation == schedule.violation
+    assert replay_schedule(schedule).violation == schedule.violation
     trace = read_trace(trace_path)
     assert trace.meta["violation"]["invariant"] == result.failure.invariant
     assert trace.meta["variant"] == {"dimensions": {"acks": "1"}, "bugs": []}
@@ -542,7 +542,7 @@ def test_a_rules_only_campaign_reports_a_rule_and_its_schedule_replays_with_its_
     HW breaks HighWatermarkOnTime. The saved schedule says which checks its campaign made, so
     `kreplica replay` checks the same and shows the same violation."""
     from kreplica.conformance.bridge.lag_times import HW_NAME
-    from kreplica.conformance.cli.replay import replay_schedule
+    from kreplica.conformance.cli.replay import check_saved_schedule
     from kreplica.conformance.fuzz.campaign import failure_schedule
     from kreplica.impl.partition import Partition
 
@@ -556,7 +556,7 @@ def test_a_rules_only_campaign_reports_a_rule_and_its_schedule_replays_with_its_
     schedule = failure_schedule(result)
     assert recorded_checks(schedule) == (False, True)
     console = Console(record=True, width=200)
-    assert replay_schedule(schedule, "run", console) == 0
+    assert check_saved_schedule(schedule, "run", console) == 0
     assert "the same as recorded" in console.export_text()
     bad = replace(schedule, meta={**schedule.meta, "rules": "yes"})
     with pytest.raises(TraceError, match="'invariants' and 'rules' must be true or false"):
@@ -572,7 +572,7 @@ def test_the_bench_counts_only_a_targets_own_failure_as_found() -> None:
     from kreplica.conformance.fuzz.targets import target
 
     s4 = target("fencing=off")
-    trace = replay(s4.setup.schedule(())).trace
+    trace = replay_schedule(s4.setup.schedule(())).trace
 
     def campaign(invariant: str | None) -> FuzzResult:
         stats = RunStats(detected=1.0, detected_cpu=1.0, runs_to_failure=3)

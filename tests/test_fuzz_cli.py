@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import fuzz, one_error_line
 
-from kreplica.conformance.bridge.schedule import read_schedule, replay
+from kreplica.conformance.bridge.schedule import read_schedule, replay_schedule
 from kreplica.conformance.tla.itf import read_trace
 
 
@@ -32,7 +32,7 @@ def test_a_violation_exits_1_and_saves_the_shrunk_run(tmp_path: Path) -> None:
     assert sorted(out.iterdir()) == sorted([trace_path, schedule_path])
     assert f"trace: {trace_path}" in result.stdout and f"schedule: {schedule_path}" in result.stdout
     schedule = read_schedule(schedule_path)
-    assert replay(schedule).violation == schedule.violation
+    assert replay_schedule(schedule).violation == schedule.violation
     assert read_trace(trace_path).meta["seed"] == 1
 
 

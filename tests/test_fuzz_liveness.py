@@ -13,7 +13,7 @@ from hypothesis.control import current_build_context
 from hypothesis.errors import StopTest
 
 from kreplica.conformance.bridge.checked_steps import ANSWERED, REPLICATED, SpecRecorder
-from kreplica.conformance.bridge.schedule import TP, minimize, read_schedule, replay
+from kreplica.conformance.bridge.schedule import TP, minimize, read_schedule, replay_schedule
 from kreplica.conformance.fuzz import campaign as campaign_module
 from kreplica.conformance.fuzz.campaign import (
     FuzzResult,
@@ -220,7 +220,7 @@ def test_a_saved_liveness_failure_replays_with_its_settle_phase() -> None:
     assert again.violation is not None and again.violation[0] == REPLICATED
     assert again.steps_applied == len(KAFKA_10706)
     assert len(again.trace.states) - 1 < len(KAFKA_10706)  # the settle phase is not in it
-    assert replay(schedule).violation is None
+    assert replay_schedule(schedule).violation is None
     saved = replace(schedule, violation=again.violation)
     assert replay_saved(saved).violation == again.violation
     shrunk = minimize(saved, settle=settle)

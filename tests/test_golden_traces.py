@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kreplica.conformance.bridge.replay import replay, setup_from_config
+from kreplica.conformance.bridge.replay import replay_trace, setup_from_config
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.conformance.tla.specs import load_config, resolve_spec_dir
 
@@ -29,7 +29,7 @@ def test_there_are_golden_traces() -> None:
 def test_golden_trace_replays_on_the_implementation(path: Path) -> None:
     trace = read_trace(path)
     name = trace.meta["config"]
-    result = replay(trace, setup_from_config(SPEC / f"{name}.cfg"))
+    result = replay_trace(trace, setup_from_config(SPEC / f"{name}.cfg"))
     assert result.conforms, f"step {result.step} {result.action}: {result.reason}"
     invariant = load_config(SPEC, name).expect.name or ""
     if not invariant.startswith("Never"):  # witnesses are reachability, not safety
@@ -41,7 +41,7 @@ def test_a_corrupted_golden_trace_is_pinpointed(tmp_path: Path) -> None:
     trace = read_trace(GOLDEN[0].parent / "S1_HwTruncation.itf.json")
     state = trace.states[5]
     state.values["hw"] = tuple(h + 7 for h in state.values["hw"])
-    result = replay(trace, setup_from_config(SPEC / "S1_HwTruncation.cfg"))
+    result = replay_trace(trace, setup_from_config(SPEC / "S1_HwTruncation.cfg"))
     assert not result.conforms
     assert result.step == 5
     assert [d.variable for d in result.differences] == ["hw"]

@@ -20,7 +20,7 @@ from kreplica.conformance.bridge.projection import CLIENT
 from kreplica.conformance.bridge.schedule import (
     Schedule,
     dumps_schedule,
-    replay,
+    replay_schedule,
     schedule_from_json,
 )
 from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
@@ -173,7 +173,7 @@ def test_schedules_and_steps_keep_the_local_partitions() -> None:
     assert schedule.local_records == LOCAL_RECORDS
     again = schedule_from_json(json.loads(dumps_schedule(schedule)))
     assert again.local_records == LOCAL_RECORDS
-    assert replay(again).violation is None
+    assert replay_schedule(again).violation is None
     old = schedule.to_json()
     del old["local_records"]  # a schedule saved before the local partitions
     assert schedule_from_json(old).local_records == 0

@@ -16,7 +16,7 @@ from kreplica.conformance.bridge.schedule import (
     TP,
     Schedule,
     read_schedule,
-    replay,
+    replay_schedule,
     same_failure,
     write_schedule,
 )
@@ -144,7 +144,7 @@ def test_the_engine_raises_a_refused_step_with_its_place_in_the_schedule() -> No
     step's place, so that no caller mistakes it for the implementation's exception."""
     steps = (*A_PRODUCE, Deliver(1, 2, 5))
     with pytest.raises(SimulationError, match=r"^step 3 of 3: nothing to deliver at Deliver"):
-        replay(FuzzSetup().schedule(steps))
+        replay_schedule(FuzzSetup().schedule(steps))
 
 
 def test_the_help_says_what_the_same_and_exit_4_mean_for_a_schedule() -> None:

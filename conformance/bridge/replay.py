@@ -1,7 +1,7 @@
 """Replay a trace's spec actions on the implementation, comparing states step by step.
 
 A trace (a TLC counterexample from `kreplica check`, a golden trace, a fuzz trace) names one
-spec action per state. `replay` turns each into the simulator step that performs it, applies
+spec action per state. `replay_trace` turns each into the simulator step that performs it, applies
 it through the Recorder, and compares the projected state with the trace's state, variable by
 variable (a trace may omit variables; only those it has are compared). It stops at the first
 step that no simulator step reproduces, or whose state differs.
@@ -478,7 +478,7 @@ def hidden_steps(trace: ItfTrace) -> list[list[Step]] | None:
     return decoded
 
 
-def replay(trace: ItfTrace, setup: Setup) -> ReplayResult:
+def replay_trace(trace: ItfTrace, setup: Setup) -> ReplayResult:
     """Replay every action of `trace`; the first step that differs, or 'conforms'. TraceError
     for hidden steps that are not steps (see `hidden_steps`)."""
     hidden = hidden_steps(trace)

@@ -4,7 +4,7 @@ Each step is a JSON object as `step_codec` writes it. A schedule file (`*.schedu
 what a replay needs: the variant, the number of replicas, the broker config and the violation
 the run shows (see `Schedule`).
 
-`replay` runs a schedule on a fresh cluster with the fuzzer's checks; `same_failure` says
+`replay_schedule` runs a schedule on a fresh cluster with the fuzzer's checks; `same_failure` says
 whether what it shows is the failure the schedule recorded (an exception only with the same
 type and message); a step the simulator refuses means the schedule no longer applies, and
 raises SimulationError rather than blaming the implementation. `minimize` deletes the steps a
@@ -219,7 +219,7 @@ def _settled(
         return stopped.violation
 
 
-def replay(
+def replay_schedule(
     schedule: Schedule,
     meta: Mapping[str, Any] | None = None,
     allowed: Allowed | None = None,
@@ -287,7 +287,7 @@ def _still_fails(
     if allowed is None:
         candidate = replace(schedule, steps=tuple(steps))
         try:
-            result = replay(candidate, invariants=invariants, rules=rules, settle=settle)
+            result = replay_schedule(candidate, invariants=invariants, rules=rules, settle=settle)
         except SimulationError:  # a step left without the one that enabled it
             return None
         if result.violation is None or failure_kind(result.violation) != kind:
@@ -322,7 +322,7 @@ def minimize(
     """Delete steps while the run still fails the same way and every step stays `allowed`:
     runs of consecutive steps, largest first, with the steps that depend on them (a greedy
     delta debugging), round after round until a round deletes nothing. Each try is a
-    replay (checking `invariants` and `rules`, and settling with `settle`, as `replay`
+    replay (checking `invariants` and `rules`, and settling with `settle`, as `replay_schedule`
     does); at most `max_replays` of them. SimulationError if the schedule's own steps
     cannot be applied."""
     if schedule.violation is None:
@@ -341,7 +341,7 @@ def minimize(
                     steps, progress = kept, True
                 else:
                     i += 1
-    final = replay(
+    final = replay_schedule(
         replace(schedule, steps=tuple(steps)), invariants=invariants, rules=rules, settle=settle
     )
     return replace(schedule, steps=tuple(steps), violation=final.violation)

@@ -17,7 +17,7 @@ from kreplica.conformance.bridge.replay import (
     ReplayResult,
     Setup,
     hidden_steps,
-    replay,
+    replay_trace,
     setup_from_config,
 )
 from kreplica.conformance.bridge.schedule import (
@@ -227,7 +227,7 @@ def _numbered(
     return list(zip(lines, traces, strict=False))
 
 
-def replay_schedule(schedule: Schedule, name: str, console: Console) -> int:
+def check_saved_schedule(schedule: Schedule, name: str, console: Console) -> int:
     """Run a saved schedule exactly, with the checks its campaign made (a liveness failure's
     with the settle phase after its steps): 0 if it shows the failure it recorded
     (`same_failure`: an exception of the same type and message), 1 if another, 4 if a step
@@ -278,7 +278,7 @@ def replay_command(
     if schedule is not None:
         if variants or bugs:
             raise TraceError("--variant/--bug do not apply to a schedule: it records its variant")
-        return replay_schedule(schedule, printable(trace_path), console)
+        return check_saved_schedule(schedule, printable(trace_path), console)
     spec = resolve_spec_dir(spec_dir)
     checked = []
     for name, trace in traces:
@@ -290,12 +290,12 @@ def replay_command(
         checked.append((name, trace, choose_setup(trace, spec, variants, bugs)))
     if len(checked) == 1:
         name, trace, setup = checked[0]
-        result = replay(trace, setup)
+        result = replay_trace(trace, setup)
         report(result, console)
         return _code(result)
     codes = []
     for name, trace, setup in checked:
-        result = replay(trace, setup)
+        result = replay_trace(trace, setup)
         codes.append(_code(result))
         console.print(f"{name}: ", end="", soft_wrap=True)
         report(result, console)

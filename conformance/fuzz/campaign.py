@@ -19,7 +19,7 @@ from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS
 from kreplica.conformance.bridge.schedule import (
     Schedule,
     minimize,
-    replay,
+    replay_schedule,
     steps_json,
     variant_to_json,
     write_schedule,
@@ -151,7 +151,7 @@ def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
         steps, settling = err.steps[: err.settled_from], settle
     schedule = replace(setup.schedule(steps, err.config), violation=err.violation)
     schedule = minimize(schedule, fuzzer_may_take, invariants=checks, rules=rules, settle=settling)
-    result = replay(schedule, invariants=checks, rules=rules, settle=settling)
+    result = replay_schedule(schedule, invariants=checks, rules=rules, settle=settling)
     violation = result.violation or err.violation
     steps = schedule.steps[: result.steps_applied]
     return Failure(violation[0], violation[1], steps, result.trace, len(err.steps), err.config)

@@ -42,7 +42,7 @@ from kreplica.conformance.bridge.checked_steps import (
 )
 from kreplica.conformance.bridge.invariants import logs_agree
 from kreplica.conformance.bridge.projection import CLIENT, State
-from kreplica.conformance.bridge.schedule import TP, Replay, Schedule, replay
+from kreplica.conformance.bridge.schedule import TP, Replay, Schedule, replay_schedule
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import ProduceRequest, ProduceResponse
@@ -172,11 +172,11 @@ def replay_saved(
     invariants: bool = True,
     rules: bool | None = None,
 ) -> Replay:
-    """Replay a saved failure's schedule as the fuzzer ran it (`schedule.replay`): one that
+    """Replay a saved failure's schedule as the fuzzer ran it (`schedule.replay_schedule`): one that
     records a liveness failure holds the run up to its settle phase, which runs again after
     its steps (`settle`)."""
     settling = schedule.violation is not None and schedule.violation[0] in LIVENESS
-    return replay(
+    return replay_schedule(
         schedule, meta, invariants=invariants, rules=rules, settle=settle if settling else None
     )
 
