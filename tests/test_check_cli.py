@@ -14,10 +14,9 @@ import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
 
-from kreplica.conformance.cli import check as check_module
-from kreplica.conformance.cli.check import CheckRow, exit_code
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.errors import SpecError
+from kreplica.conformance.tla import suite as suite_module
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.conformance.tla.specs import (
     default_spec_dir,
@@ -26,6 +25,7 @@ from kreplica.conformance.tla.specs import (
     resolve_spec_dir,
     select_configs,
 )
+from kreplica.conformance.tla.suite import CheckRow, exit_code
 from kreplica.conformance.tla.tlc import TlcOptions
 from kreplica.conformance.tla.tlc_output import Outcome, TlcResult, Verdict
 from kreplica.conformance.validate.locks import lock_output
@@ -81,7 +81,7 @@ def test_a_config_with_every_core_runs_alone_first(spec_dir: Path, tmp_path: Pat
     bug = spec / "CounterBug.cfg"
     bug.write_text("\\* cores: all\n" + bug.read_text())
     started: list[tuple[str, int]] = []
-    real = check_module.run_tlc
+    real = suite_module.run_tlc
 
     def recording(module: Path, config: Path, options: TlcOptions, *rest: Any) -> TlcResult:
         started.append((config.stem, options.workers))
@@ -89,7 +89,7 @@ def test_a_config_with_every_core_runs_alone_first(spec_dir: Path, tmp_path: Pat
 
     args = ["--spec-dir", str(spec), "--jobs", "2", "--out", str(tmp_path / "ce")]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(check_module, "run_tlc", recording)
+        patch.setattr(suite_module, "run_tlc", recording)
         result = check(*args, "--json", str(tmp_path / "r.json"))
     assert result.exit_code == 0, result.output
     assert started[0] == ("CounterBug", 2)

@@ -1,20 +1,14 @@
 """`kreplica check`: model-check the spec's configs with TLC (or Apalache) and compare each
-verdict with the one its config expects; print a table, write counterexamples as ITF traces."""
+verdict with the one its config expects; print a table, write counterexamples as ITF traces.
+The engine is `tla.suite`; this module parses, shows progress and renders."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shlex
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -26,33 +20,31 @@ from rich.text import Text
 
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir, check_output_file
-from kreplica.conformance.errors import (
-    EXIT_BAD_INPUT,
-    EXIT_OK,
-    EXIT_TIMEOUT,
-    EXIT_UNEXPECTED,
-    PROG,
-    KreplicaError,
-    SpecError,
-)
-from kreplica.conformance.tla.apalache import find_apalache, run_apalache
-from kreplica.conformance.tla.itf import write_text_atomic, write_trace
+from kreplica.conformance.errors import PROG, KreplicaError
+from kreplica.conformance.tla.itf import write_text_atomic
 from kreplica.conformance.tla.specs import (
     DEFAULT_SUITE,
     SPEC_DIR_ENV,
-    ModelConfig,
-    default_spec_dir,
     resolve_spec_dir,
     select_configs,
 )
-from kreplica.conformance.tla.tlc import (
-    TlcOptions,
-    find_java,
-    find_tla2tools,
-    kill_running,
-    run_tlc,
+from kreplica.conformance.tla.suite import (
+    REPORT_HEADER,
+    CheckRow,
+    apalache_runner,
+    check_modules,
+    exit_code,
+    fmt,
+    json_report,
+    markdown_report,
+    now,
+    reproduce,
+    run_all,
+    run_record,
+    tlc_runner,
+    write_counterexamples,
 )
-from kreplica.conformance.tla.tlc_output import ProgressCallback, TlcProgress, TlcResult, Verdict
+from kreplica.conformance.tla.tlc_output import ProgressCallback, TlcProgress, Verdict
 from kreplica.conformance.validate.locks import lock_output
 
 EXIT_CODES_HELP = """\b
@@ -70,63 +62,6 @@ Exit codes:
   3  a time limit was hit
 When several apply, the first of 2, 1, 3 wins.
 """
-_TRACE_VERDICTS = frozenset({Verdict.VIOLATION, Verdict.DEADLOCK, Verdict.TEMPORAL})
-
-Runner = Callable[[ModelConfig, ProgressCallback], TlcResult]
-
-
-@dataclass
-class CheckRow:
-    """One config's outcome in a `kreplica check` run."""
-
-    config: ModelConfig
-    result: TlcResult
-    command: str
-    counterexample: Path | None = None
-
-    @property
-    def as_expected(self) -> bool:
-        """Whether the checker's verdict is the one the config's header expects."""
-        return self.result.outcome.satisfies(self.config.expect)
-
-
-def _tlc_runner(
-    java: str | None, jar: Path | None, workers: int, limit: float | None, jobs: int = 1
-) -> Runner:
-    """A runner that checks one config with TLC: `workers` TLC workers, or `workers * jobs`
-    for a config that runs alone (`ModelConfig.alone`, see `_run_all`)."""
-    base = TlcOptions(java=find_java(java), jar=find_tla2tools(jar), workers=workers)
-
-    def run(config: ModelConfig, on_progress: ProgressCallback) -> TlcResult:
-        options = TlcOptions(
-            java=base.java,
-            jar=base.jar,
-            workers=workers * jobs if config.alone else workers,
-            check_deadlock=config.check_deadlock,
-            time_limit=limit,
-        )
-        return run_tlc(config.module_path, config.path, options, on_progress)
-
-    return run
-
-
-def _apalache_runner(limit: float | None) -> Runner:
-    """A runner that checks one config with Apalache."""
-    launcher = find_apalache()
-
-    def run(config: ModelConfig, on_progress: ProgressCallback) -> TlcResult:
-        return run_apalache(launcher, config.module_path, config.path, config.check_deadlock, limit)
-
-    return run
-
-
-def _check_modules(configs: Sequence[ModelConfig]) -> None:
-    """Fail early when a config's .tla module is missing."""
-    for config in configs:
-        if not config.module_path.is_file():
-            raise SpecError(f"{config.path}: module file {config.module_path.name} not found")
-
-
 PLAIN_STATUS_SECONDS = 30.0
 """Off a terminal (CI, a pipe), how often a running config's progress is printed as a line."""
 
@@ -205,80 +140,6 @@ def _status(p: TlcProgress) -> str:
     return f"{p.phase}: {p.distinct:,} distinct / {p.states or 0:,} states{depth}"
 
 
-def _reproduce(config: ModelConfig, spec_dir: Path, checker: str) -> str:
-    """The command that re-checks one config."""
-    cmd = f"{PROG} check --config {config.name}"
-    if spec_dir != default_spec_dir():
-        cmd += f" --spec-dir {spec_dir}"
-    return cmd + (" --checker apalache" if checker == "apalache" else "")
-
-
-def _run_all(
-    configs: Sequence[ModelConfig],
-    runner: Runner,
-    jobs: int,
-    reproduce: Callable[[ModelConfig], str],
-) -> list[CheckRow]:
-    """Check every config, keeping the configs' order in the rows: first each config that runs
-    alone (header `cores: all`: its runner gives it the cores of every job), one at a time,
-    then the others `jobs` at a time. A large config checked beside the small ones leaves a core
-    idle once they are done; alone, it keeps both busy throughout."""
-    display = _Display()
-
-    def one(config: ModelConfig) -> CheckRow:
-        row = CheckRow(config, runner(config, display.start(config.name)), reproduce(config))
-        display.finish(config.name, row)
-        return row
-
-    alone = [c for c in configs if c.alone]
-    shared = [c for c in configs if not c.alone]
-    with display.live(), ThreadPoolExecutor(max_workers=jobs) as pool:
-        try:
-            rows = {c.name: one(c) for c in alone}
-            rows.update(zip((c.name for c in shared), pool.map(one, shared), strict=True))
-            return [rows[c.name] for c in configs]
-        except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)
-            kill_running()
-            raise
-
-
-def _write_counterexamples(rows: Sequence[CheckRow], out: Path, checker: str) -> None:
-    """Write `<out>/<Config>.itf.json` for each violation. An older counterexample is removed only
-    when a completed check shows that its config no longer violates anything (verdict ok): a
-    spec that does not parse, a TLC crash or a time limit says nothing about it, so it stays."""
-    for row in rows:
-        path = out / f"{row.config.name}.itf.json"
-        meta = {
-            "source": _display_path(row.config.module_path),
-            "description": f"{checker} counterexample: {row.config.name} got {row.result.outcome}",
-            "checker": checker,
-            "config": row.config.name,
-            "verdict": str(row.result.outcome),
-        }
-        trace = row.result.to_itf(meta)
-        if trace is not None and row.result.outcome.verdict in _TRACE_VERDICTS:
-            write_trace(path, trace)
-            row.counterexample = path
-        elif row.result.outcome.verdict == Verdict.OK:
-            path.unlink(missing_ok=True)
-
-
-def _display_path(path: Path) -> str:
-    """`path` relative to the working directory when it is below it, else absolute."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def _fmt(value: int | float | None) -> str:
-    """A table cell for a number."""
-    if value is None:
-        return "-"
-    return f"{value:.1f}" if isinstance(value, float) else f"{value:,}"
-
-
 def _table(rows: Sequence[CheckRow]) -> Table:
     """The results table."""
     table = Table(title="kreplica check")
@@ -290,7 +151,7 @@ def _table(rows: Sequence[CheckRow]) -> Table:
         r = row.result
         got = Text(str(r.outcome), style="green" if row.as_expected else "red")
         cells = [r.states, r.distinct, r.depth, r.seconds]
-        table.add_row(row.config.name, str(row.config.expect), got, *map(_fmt, cells))
+        table.add_row(row.config.name, str(row.config.expect), got, *map(fmt, cells))
     return table
 
 
@@ -309,30 +170,6 @@ def _problem_lines(rows: Sequence[CheckRow]) -> list[str]:
     return lines
 
 
-def exit_code(rows: Sequence[CheckRow]) -> int:
-    """2 if a config could not be checked, else 1 if one was unexpected, else 3 on a timeout."""
-    if any(r.result.outcome.is_failure for r in rows):
-        return EXIT_BAD_INPUT
-    if any(not r.as_expected and r.result.outcome.verdict != Verdict.TIMEOUT for r in rows):
-        return EXIT_UNEXPECTED
-    if any(r.result.outcome.verdict == Verdict.TIMEOUT for r in rows):
-        return EXIT_TIMEOUT
-    return EXIT_OK
-
-
-def _cell(text: str) -> str:
-    """Escape a markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-REPORT_COLUMNS = (
-    "config", "about", "bounds", "expected", "got", "states", "distinct", "depth", "seconds",
-    "reproduce",
-)  # fmt: skip
-REPORT_HEADER = "| " + " | ".join(REPORT_COLUMNS) + " |"
-"""The first line of every report `--report` writes."""
-
-
 def check_report_path(path: Path) -> None:
     """KreplicaError if `--report` would overwrite a file that is not such a report (a page of
     docs, say): nothing a user wrote is replaced by a table."""
@@ -345,43 +182,6 @@ def check_report_path(path: Path) -> None:
                 f"refusing to overwrite {path}: it is not a report of kreplica check (its first "
                 "line is not the table's header); give --report a new file or an older report"
             )
-
-
-def markdown_report(rows: Sequence[CheckRow]) -> str:
-    """The results as a markdown table."""
-    lines = [REPORT_HEADER, "|" + "---|" * len(REPORT_COLUMNS)]
-    for row in rows:
-        r, c = row.result, row.config
-        got = str(r.outcome) + ("" if row.as_expected else " (unexpected)")
-        numbers = [_fmt(r.states), _fmt(r.distinct), _fmt(r.depth), _fmt(r.seconds)]
-        cells = [c.name, c.about, c.bounds, str(c.expect), got, *numbers, f"`{row.command}`"]
-        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-    ok = sum(r.as_expected for r in rows)
-    return "\n".join([*lines, "", f"{len(rows)} configs, {ok} as expected.", ""])
-
-
-def json_report(
-    rows: Sequence[CheckRow], spec_dir: Path, checker: str, run: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The results as a JSON object (with `run`, what run_record says of the run)."""
-    results = [
-        {
-            "config": row.config.name,
-            "module": row.config.module,
-            "about": row.config.about,
-            "bounds": row.config.bounds,
-            "expected": str(row.config.expect),
-            **row.result.summary(),
-            "as_expected": row.as_expected,
-            "counterexample": str(row.counterexample) if row.counterexample else None,
-            "command": row.command,
-        }
-        for row in rows
-    ]
-    ok = sum(r.as_expected for r in rows)
-    summary = {"configs": len(rows), "as_expected": ok, "exit_code": exit_code(rows)}
-    head = {"spec_dir": str(spec_dir), "checker": checker, **({"run": run} if run else {})}
-    return {**head, "results": results, "summary": summary}
 
 
 @click.command(name="check", epilog=EXIT_CODES_HELP)
@@ -466,17 +266,19 @@ def check(
         check_report_path(report)
     if json_path is not None:
         check_output_file(json_path, "the JSON results")
-    _check_modules(configs)
+    check_modules(configs)
     if checker == "apalache":
-        runner = _apalache_runner(time_limit)
+        runner = apalache_runner(time_limit)
     else:
-        runner = _tlc_runner(java, jar, workers, time_limit, jobs)
+        runner = tlc_runner(java, jar, workers, time_limit, jobs)
     lock = _lock_out(out)
     try:
-        started = _now()
-        rows = _run_all(configs, runner, jobs, lambda c: _reproduce(c, directory, checker))
+        started = now()
+        rows = run_all(
+            configs, runner, jobs, lambda c: reproduce(c, directory, checker), _Display()
+        )
         with _output_errors():
-            _write_counterexamples(rows, out, checker)
+            write_counterexamples(rows, out, checker)
     finally:
         os.close(lock)
     _print_results(rows)
@@ -497,28 +299,6 @@ def _lock_out(out: Path) -> int:
     with _output_errors():
         target.parent.mkdir(parents=True, exist_ok=True)
         return lock_output(target.parent / f"{target.name}.lock", out, "check")
-
-
-def _now() -> str:
-    """The time now, UTC, ISO 8601 to the millisecond."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def run_record(spec_dir: Path, configs: Sequence[ModelConfig], started: str) -> dict[str, Any]:
-    """What the JSON report says of its run: kreplica's version, the spec's and each config's
-    sha256, the start and end times and the command line."""
-    try:
-        kreplica = version("kreplica")
-    except PackageNotFoundError:
-        kreplica = "unknown"
-    files = sorted(spec_dir.glob("*.tla")) + [c.path for c in configs]
-    return {
-        "kreplica_version": kreplica,
-        "started": started,
-        "finished": _now(),
-        "spec_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files},
-        "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-    }
 
 
 @contextmanager
