@@ -2,6 +2,7 @@
 
 Holds: `projection` (impl state onto the spec's variables), `recorder` (a run as an ITF trace,
 one state per spec action), `replay` (a trace's actions driven on the implementation),
+`setups` (the cluster a recorded trace replays on),
 `invariants` (the spec's safety properties on a projected state), `checked_steps` (a step
 applied with the invariants checked after it), `schedule` (a run's steps as JSON, replayed and
 minimised), `step_codec` (a simulator step as JSON), `local_partitions` (the fuzzer's cluster:
