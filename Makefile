@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JAVA_HINT := install a Java 17 JDK, e.g. 'apt-get install -y openjdk-17-jdk-headless'
 
-.PHONY: venv java tlc-java kafka iptables chromium demo test lint typecheck unit check-ci check-full mutation clean
+.PHONY: venv java tlc-java kafka iptables fuse chromium demo test lint typecheck unit check-ci check-full mutation clean
 
 venv: $(STAMP)
 
@@ -48,7 +48,7 @@ AGENT_DIR := build/kafka/agent
 AGENT_JAR := $(AGENT_DIR)/kreplica-agent.jar
 AGENT_SOURCES := conformance/kafka/agent/pom.xml $(wildcard conformance/kafka/agent/src/main/java/kreplica/agent/*.java)
 
-kafka: venv iptables $(KAFKA_LIB)/.installed $(AGENT_JAR)
+kafka: venv iptables fuse $(KAFKA_LIB)/.installed $(AGENT_JAR)
 
 $(KAFKA_LIB)/.installed: conformance/kafka/pom.xml
 	@command -v mvn >/dev/null 2>&1 || { \
@@ -76,6 +76,15 @@ iptables:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables) >/dev/null \
 	      || { echo "iptables not found and could not be installed: apt-get install -y iptables" >&2; exit 1; }; \
 	  else echo "iptables not found (kreplica kafka's partitions need it, as root): apt-get install -y iptables" >&2; fi; }
+
+# The power-loss filesystem (docs/power-loss.md) mounts through libfuse3 and unmounts with
+# fusermount3: Debian's fuse3 (with libfuse3-3), installed when root.
+fuse:
+	@{ command -v fusermount3 && /sbin/ldconfig -p | grep -q 'libfuse3\.so\.3'; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3) >/dev/null \
+	      || { echo "fuse3 not found and could not be installed: apt-get install -y fuse3" >&2; exit 1; }; \
+	  else echo "fuse3 not found (kreplica kafka's power losses need it): apt-get install -y fuse3" >&2; fi; }
 
 # kreplica explain's HTML pages are tested in a real headless browser: Debian's chromium and
 # chromedriver (installed when root), driven by selenium (PyPI, in .venv).

@@ -5,11 +5,12 @@ records lost, diverged replicas, final HW, ISR and leader epoch; and whether two
 `simulate` (a schedule on kreplica's simulator), `generate` (named and random schedules),
 `compare` (one schedule in both worlds, and a campaign's journal), and the real cluster's
 harness: `install` (the jars, Java 11, iptables), `cluster` (ZooKeeper and three broker JVMs),
-`nemesis` (partitions as iptables rules), `workload` (the producers and the final read),
-`observe` (what is read off the brokers' disks), `real` (one schedule on the cluster);
-and the brokers' own steps: `events` (the agent's event files, read and merged), `order` (put
-in the order of their spec steps), `convert` (into a trace of the spec), `trace` (recorded and
-checked per variant).
+`nemesis` (partitions as iptables rules; power losses), `powerloss` (the FUSE filesystem that
+drops unsynced writes on command), `workload` (the producers and the final read), `observe`
+(what is read off the brokers' disks), `real` (one schedule on the cluster); and the brokers'
+own steps: `events` (the agent's event files, read and merged), `order` (put in the order of
+their spec steps), `convert` (into a trace of the spec), `trace` (recorded and checked per
+variant).
 
 May import: `kreplica.impl`, `kreplica.conformance.tla`, `kreplica.conformance.errors`.
 """

@@ -12,6 +12,13 @@ The rules live in a chain of their own, `KREPLICA-<port base>`, jumped to from O
 flushes it (removing exactly the rules added), and leaving the `Network` context removes the
 chain and the jump. A harness killed with -9 leaves the chain behind: the next run on the same
 port base flushes it before it starts (`iptables -S` shows it meanwhile).
+
+Power loss (`PowerDisks`): each broker's log directory is a mount of the power-loss filesystem
+(powerloss.py) over `broker-N/disk/`; a power loss kills the broker, drops every write its
+directory had not fsynced, and remounts (which also empties the kernel's cache of the mount).
+Leaving the `PowerDisks` context syncs and unmounts every directory (after the JVMs are gone),
+so the run directory keeps what the brokers wrote; a harness killed with -9 leaves no mount
+either: each filesystem's process unmounts when its parent dies.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from pathlib import Path
 from types import TracebackType
 
 from kreplica.conformance.kafka.cluster import NODES, Layout, Node, NodeFailed
-from kreplica.conformance.kafka.schedule import ZK
+from kreplica.conformance.kafka.powerloss import Pending, PowerLossFS, find_fusermount, mount
+from kreplica.conformance.kafka.schedule import BROKERS, ZK
 
 
 def full_groups(groups: tuple[tuple[Node, ...], ...]) -> list[set[Node]]:
@@ -115,3 +123,63 @@ class Network:
             reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
             raise NodeFailed(f"iptables {' '.join(args)}: {reason}")
         return done.returncode
+
+
+DISK = "disk"
+"""The folder in each broker's directory that holds its log directory's durable contents."""
+
+
+@dataclass
+class PowerDisks:
+    """Each broker's log directory on the power-loss filesystem (mounted on entering)."""
+
+    layout: Layout
+    fusermount: Path | None = None
+    mounts: dict[int, PowerLossFS] = field(default_factory=dict)
+
+    def backing(self, broker: int) -> Path:
+        """Where the broker's log directory's durable contents live."""
+        return self.layout.directory(broker) / DISK
+
+    def __enter__(self) -> PowerDisks:
+        """Mount every broker's log directory (FuseMissing, exit 4, when FUSE is missing)."""
+        self.fusermount = find_fusermount(self.fusermount)
+        try:
+            for broker in BROKERS:
+                self.backing(broker).mkdir(parents=True, exist_ok=True)
+                self.layout.data_dir(broker).mkdir(parents=True, exist_ok=True)
+                self._mount(broker)
+        except BaseException:
+            self._unmount_all(sync=False)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Sync and unmount every log directory (nothing stays mounted)."""
+        self._unmount_all(sync=True)
+
+    def power_loss(self, broker: int) -> Pending:
+        """Drop every write the broker's log directory has not fsynced, and remount it (the
+        broker must not be running). What was dropped."""
+        lost = self.mounts[broker].lose_unsynced()
+        self.mounts.pop(broker).unmount()
+        self._mount(broker)
+        return lost
+
+    def _mount(self, broker: int) -> None:
+        log = self.layout.directory(broker) / "powerloss.log"
+        self.mounts[broker] = mount(
+            self.backing(broker), self.layout.data_dir(broker), fusermount=self.fusermount, log=log
+        )
+
+    def _unmount_all(self, sync: bool) -> None:
+        for broker in list(self.mounts):
+            try:
+                self.mounts.pop(broker).unmount(sync=sync)
+            except Exception:  # one that cannot sync is still unmounted; go on with the rest
+                continue

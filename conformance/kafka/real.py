@@ -6,7 +6,9 @@ unclean.leader.election.enable from the schedule), waits for broker 1 to lead a 
 each step for real, reads the outcome, and tears everything down, whatever happens.
 
 How each op is performed: produce through kafka-python (workload.py); crash = SIGKILL and reap;
-restart = start the JVM again once ZooKeeper has expired its old registration; shutdown = SIGTERM
+restart = start the JVM again once ZooKeeper has expired its old registration; power-loss = SIGKILL,
+then the broker's log directory (on the power-loss filesystem) drops what it had not fsynced and
+is remounted (nemesis.PowerDisks; docs/power-loss.md); shutdown = SIGTERM
 (Kafka's controlled shutdown); pause/resume = SIGSTOP/SIGCONT; partition/heal = iptables rules
 (nemesis.py); elect = an ElectLeaders admin request (preferred or unclean) to the controller;
 wait = poll the partition's state in ZooKeeper. A step the cluster cannot take as asked (restart
@@ -43,7 +45,7 @@ from kreplica.conformance.kafka.cluster import (
 )
 from kreplica.conformance.kafka.events import HARNESS_EVENTS_FILE, HarnessLog
 from kreplica.conformance.kafka.install import Installation, find_iptables
-from kreplica.conformance.kafka.nemesis import Network
+from kreplica.conformance.kafka.nemesis import Network, PowerDisks
 from kreplica.conformance.kafka.observe import diverged, replica_states
 from kreplica.conformance.kafka.outcome import Outcome, ReplicaState
 from kreplica.conformance.kafka.schedule import ZK, Schedule, Step
@@ -131,6 +133,11 @@ def needs_network(schedule: Schedule) -> bool:
     return any(s.op in ("partition", "heal") for s in schedule.steps)
 
 
+def needs_power_disks(schedule: Schedule) -> bool:
+    """Whether the schedule loses power (and so puts the log directories on FUSE)."""
+    return any(s.op == "power-loss" for s in schedule.steps)
+
+
 def settings_for(
     schedule: Schedule,
     start_timeout_s: float,
@@ -167,7 +174,9 @@ def run_schedule(
     began = time.monotonic()
     iptables = find_iptables() if needs_network(schedule) else None
     settings = settings_for(schedule, start_timeout_s, agent=agent, debug_loggers=debug_loggers)
-    with ExitStack() as stack:  # on the way out: clients closed, rules removed, JVMs killed
+    with ExitStack() as stack:  # on the way out: clients closed, rules removed, JVMs killed,
+        # then the log directories unmounted (entered first, so left last)
+        disks = stack.enter_context(PowerDisks(layout)) if needs_power_disks(schedule) else None
         cluster = stack.enter_context(Cluster(install, layout, settings, progress))
         cluster.start()
         create_topic(cluster, schedule)
@@ -178,7 +187,7 @@ def run_schedule(
         workload = Workload(layout)
         stack.callback(workload.close)
         harness = HarnessLog(layout.run_dir / HARNESS_EVENTS_FILE)
-        runner = _Runner(cluster, workload, network, schedule, on_step, harness)
+        runner = _Runner(cluster, workload, network, schedule, on_step, harness, disks)
         runner.run_steps()
         observing = time.monotonic()
         outcome = runner.observe(install)
@@ -242,6 +251,8 @@ class _Runner:
     on_step: Callable[[StepResult], None] | None
     harness: HarnessLog | None = None
     """Where each fault is recorded with its CLOCK_MONOTONIC stamp (for `kafka trace`)."""
+    disks: PowerDisks | None = None
+    """The brokers' log directories on the power-loss filesystem (schedules with power-loss)."""
     results: list[StepResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -257,7 +268,7 @@ class _Runner:
 
     def perform(self, step: Step) -> str:
         """Perform one step; return what happened, in a few words."""
-        handler = getattr(self, f"_{step.op}")
+        handler = getattr(self, f"_{step.op.replace('-', '_')}")
         result: str = handler(step)
         return result
 
@@ -287,6 +298,19 @@ class _Runner:
         self.cluster.crash(broker)
         self._mark("crash", broker)
         return "killed (SIGKILL)"
+
+    def _power_loss(self, step: Step) -> str:
+        broker = self._broker(step)
+        if not self.cluster.alive(broker):  # as the simulator: its host went down with it
+            return self._note(step, "not running: no power to lose")
+        assert self.disks is not None  # run_schedule mounts them for a schedule with power-loss
+        self.cluster.crash(broker)
+        lost = self.disks.power_loss(broker)
+        self._mark("power-loss", broker)
+        return (
+            f"killed (SIGKILL); {lost.files} files lost unsynced writes "
+            f"({lost.bytes // 1024} KiB of pages); remounted"
+        )
 
     def _shutdown(self, step: Step) -> str:
         broker = self._broker(step)

@@ -17,6 +17,9 @@ actions (processes, iptables rules, admin requests; or simulator steps). The ops
     produce   {count, acks?}           produce `count` fresh records, one request each (acks:
                                         the schedule's default); every acknowledgement counts
     crash     {broker}                 kill -9 (the page cache survives)
+    power-loss {broker}                the broker's host loses power: kill -9, and its log
+                                        directory loses every write not yet fsynced (restart it
+                                        with `restart`); docs/power-loss.md
     restart   {broker}                 start a crashed or shut-down broker again
     shutdown  {broker}                 controlled shutdown (SIGTERM): leadership moves first
     pause     {broker}                 SIGSTOP: a long GC pause
@@ -48,6 +51,7 @@ ZK = "zk"
 OPS: dict[str, tuple[str, ...]] = {
     "produce": ("count",),
     "crash": ("broker",),
+    "power-loss": ("broker",),
     "restart": ("broker",),
     "shutdown": ("broker",),
     "pause": ("broker",),

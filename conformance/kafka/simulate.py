@@ -71,6 +71,7 @@ from kreplica.impl.steps import (
     Restart,
     ShrinkIsr,
     Tick,
+    UncleanShutdown,
 )
 from kreplica.impl.variants import Variant
 
@@ -162,6 +163,7 @@ class KafkaSim:
         self._ops: dict[str, Callable[[Step], None]] = {
             "produce": self.produce,
             "crash": self.crash,
+            "power-loss": self.power_loss,
             "restart": self.restart,
             "shutdown": self.shutdown,
             "pause": self.pause,
@@ -337,6 +339,20 @@ class KafkaSim:
             self.note(f"crash {broker}: already down")
             return
         self.cluster.apply(Crash(broker))
+        self.world.crashed.add(broker)
+        self.world.paused.discard(broker)
+        self._lose_session(broker)
+        self.sync_links()
+
+    def power_loss(self, step: Step) -> None:
+        """The host loses power: UncleanShutdown (every log keeps only what was flushed, i.e. up
+        to its recovery point, as the real harness's filesystem keeps only what was fsynced);
+        otherwise a crash. A broker not running is noted and left alone (so is the real one)."""
+        broker = _broker(step)
+        if not self.cluster.is_alive(broker):
+            self.note(f"power-loss {broker}: already down")
+            return
+        self.cluster.apply(UncleanShutdown(broker))
         self.world.crashed.add(broker)
         self.world.paused.discard(broker)
         self._lose_session(broker)
