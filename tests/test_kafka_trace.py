@@ -142,6 +142,18 @@ def test_a_missing_broker_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "broker-2/events.jsonl: no event file" in one_error_line(result)
 
 
+def test_a_power_loss_is_refused_not_guessed(tmp_path: Path) -> None:
+    """The agent records no flush, so what a power loss keeps cannot be told: one line, exit 2,
+    and no trace written."""
+    run = _copy_events(tmp_path)
+    with (run / "harness-events.jsonl").open("a") as harness:
+        harness.write('{"broker": 3, "nano": 11079676225776, "op": "power-loss"}\n')
+    result = _convert(run, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "a power loss of broker 3 cannot be converted yet" in one_error_line(result)
+    assert not (tmp_path / "t.itf.json").exists()
+
+
 def test_a_file_that_is_not_the_agents_is_refused(tmp_path: Path) -> None:
     run = _copy_events(tmp_path)
     (run / "broker-1" / "events.jsonl").write_text('{"hello": 1}\n')
