@@ -32,6 +32,20 @@
 (* ends its branch, as a mismatch does, and a diagnostic run prints which  *)
 (* ones (kreplica-invariant).  So a trace conforms only if some behaviour  *)
 (* consumes it whole with every one of them true in every state.           *)
+(*                                                                         *)
+(* Shared prefixes: the traces of a batch often begin alike (a fuzzer's    *)
+(* runs repeat each other).  The Java reader gives a trace whose hidden    *)
+(* variables and first events are an earlier trace's up to some event      *)
+(* the field s, how many events it shares, and the trace that holds the    *)
+(* last of them the fields k, the traces that branch off after each of     *)
+(* its events, and n, the events at which a trace that adds no event of    *)
+(* its own (a repeat, a prefix) ends.  The search walks each shared event  *)
+(* once: it starts in the traces that share nothing (Roots), and goes on   *)
+(* from an event into its own trace and into the traces that branch off    *)
+(* there (Kids); a trace that shares is entered only where it branches     *)
+(* off.  What is printed names the trace that holds the event, and         *)
+(* kreplica says it of every trace through it (validate/prefixes.py).  A   *)
+(* trace without these fields shares nothing.                              *)
 (***************************************************************************)
 EXTENDS KafkaReplication, TraceData, TraceAgreement
 
@@ -47,6 +61,12 @@ tvVars == <<vars, trace, cursor>>
 Events(t) == TraceLog[t].events
 Event(t, k) == Events(t)[k + 1]
 LastEvent(t) == Len(Events(t)) - 1
+
+\* The sharing of prefixes (see the top): constants, evaluated once.
+Field(t, f, default) == IF f \in DOMAIN TraceLog[t] THEN TraceLog[t][f] ELSE default
+Roots == {t \in DOMAIN TraceLog : Field(t, "s", 0) = 0}
+Kids == [t \in DOMAIN TraceLog |-> Field(t, "k", <<>>)]
+Ends == [t \in DOMAIN TraceLog |-> Field(t, "n", {})]
 
 \* The variables event ev does not constrain: never recorded, or left out of it.
 Unobserved(t, ev) == TraceLog[t].hidden \cup (IF "o" \in DOMAIN ev THEN ev.o ELSE {})
@@ -212,36 +232,43 @@ Broken == {name \in TraceInvariants : ~Invariant(name)}
 
 \* The branch goes on only if none is false (`broken`) in the state at position
 \* `step`; a diagnostic run prints those that are.
-InvariantsHold(broken, step) ==
+InvariantsHold(t, broken, step) ==
     IF broken = {} THEN TRUE
-    ELSE Diagnose /\ PrintT(<<"kreplica-invariant", trace, step, broken>>) /\ FALSE
+    ELSE Diagnose /\ PrintT(<<"kreplica-invariant", t, step, broken>>) /\ FALSE
 
 -----------------------------------------------------------------------------
 
 \* The first state of trace t is the spec's Init.
 TraceInit ==
-    /\ trace \in DOMAIN TraceLog
+    /\ trace \in Roots
     /\ cursor = 0
     /\ Init
     /\ IF MatchesInit(trace, Event(trace, 0)) THEN TRUE
        ELSE Diagnose /\ PrintT(<<"kreplica-init-mismatch", trace, Current>>) /\ FALSE
-    /\ InvariantsHold(Broken, 0)
+    /\ InvariantsHold(trace, Broken, 0)
     /\ Diagnose => PrintT(<<"kreplica-reached", trace, 0>>)
     /\ LastEvent(trace) = 0 => PrintT(<<"kreplica-conforms", trace>>)
+    /\ 0 \in Ends[trace] => PrintT(<<"kreplica-end", trace, 0>>)
 
-\* The next event of the trace is the logged action, and its successor agrees
-\* with the recorded variables.
-TraceNext ==
-    /\ cursor < LastEvent(trace)
-    /\ LET ev == Event(trace, cursor + 1) IN
+\* The next event of trace u is the logged action, and its successor agrees
+\* with the recorded variables.  (u is the trace followed so far, or one that
+\* branches off it here: both have its hidden variables.)
+Step(u) ==
+    /\ LET ev == Event(u, cursor + 1) IN
        /\ LoggedAction(ev)
-       /\ IF MatchesNext(trace, ev) THEN TRUE
-          ELSE Diagnose /\ PrintT(<<"kreplica-mismatch", trace, cursor + 1, Successor>>) /\ FALSE
-    /\ trace' = trace
+       /\ IF MatchesNext(u, ev) THEN TRUE
+          ELSE Diagnose /\ PrintT(<<"kreplica-mismatch", u, cursor + 1, Successor>>) /\ FALSE
+    /\ trace' = u
     /\ cursor' = cursor + 1
-    /\ InvariantsHold(Broken', cursor + 1)
-    /\ Diagnose => PrintT(<<"kreplica-reached", trace, cursor + 1>>)
-    /\ cursor + 1 = LastEvent(trace) => PrintT(<<"kreplica-conforms", trace>>)
+    /\ InvariantsHold(u, Broken', cursor + 1)
+    /\ Diagnose => PrintT(<<"kreplica-reached", u, cursor + 1>>)
+    /\ cursor + 1 = LastEvent(u) => PrintT(<<"kreplica-conforms", u>>)
+    /\ cursor + 1 \in Ends[u] => PrintT(<<"kreplica-end", u, cursor + 1>>)
+
+\* The next event of the trace, or of a trace that branches off it here.
+TraceNext ==
+    \/ cursor < LastEvent(trace) /\ Step(trace)
+    \/ cursor \in DOMAIN Kids[trace] /\ \E u \in Kids[trace][cursor] : Step(u)
 
 TraceSpec == TraceInit /\ [][TraceNext]_tvVars
 

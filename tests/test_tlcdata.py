@@ -255,12 +255,14 @@ def test_json_traces_decode_as_rendered() -> None:
 
 @pytest.mark.tlc
 def test_tlc_reads_json_traces_as_rendered(reader: Path, tmp_path: Path) -> None:
-    """The Java reader, given traces as ITF JSON, hands TLC the value of their TLA+ rendering."""
+    """The Java reader, given traces as ITF JSON, hands TLC the value of their TLA+ rendering
+    (with the sharing of their prefixes off: it adds fields, tests/test_conform_prefixes.py)."""
     texts = _json_traces()
     expected = "<<" + ", ".join(render(load("t", t)) for t in texts) + ">>"
     module, config = _spec(tmp_path, expected)
     tlcdata.install_blobs(tmp_path, [tlcdata.json_blob(t) for t in texts], reader)
-    result = run_tlc(module, config, TlcOptions(time_limit=120))
+    unshared = (*TlcOptions().jvm_flags, "-Dkreplica.tracedata.share=false")
+    result = run_tlc(module, config, TlcOptions(time_limit=120, jvm_flags=unshared))
     assert result.outcome.verdict == Verdict.OK, result.message
     for number, text in enumerate(texts, start=1):
         events = len(load("t", text).states) - 1

@@ -38,6 +38,8 @@ from kreplica.conformance.validate import tlcdata
 from kreplica.conformance.validate.tracecheck import (
     TRACE_MODULE,
     SpecParams,
+    parse_printed,
+    per_trace,
     prepare,
     tlc_config,
     write_batch,
@@ -106,7 +108,7 @@ def run_once(cmd: list[str], workdir: Path) -> Run:
     events = sum(int(n) for n in re.findall(r'<<"kreplica-events", \d+, (\d+)>>', text))
     return Run(
         events=events,
-        conforming=text.count('<<"kreplica-conforms"'),
+        conforming=len(per_trace(parse_printed(text)).conforms),  # shared events: each trace
         wall_seconds=wall,
         cpu_seconds=usage.ru_utime + usage.ru_stime,
         read_seconds=float(read.group(1)) / 1000 if read else float("nan"),

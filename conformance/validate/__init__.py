@@ -2,7 +2,8 @@
 
 Holds: `tracecheck` (one batch of traces through TLC, one verdict each), `trace_events` (a trace
 as the check reads it: each state's action and what changed), `tlcdata` (trace data in a binary
-file that the Java reader in `java/` hands to TLC), `shapes` (each variable's type, from the
+file that the Java reader in `java/` hands to TLC), `prefixes` (what TLC printed of an event
+that several traces begin with, said of each of them), `shapes` (each variable's type, from the
 spec's TypeOK, for one-line errors on values of the wrong type), `sources` (ITF files and
 JSON-lines corpora, read as `(trace id, text)`), `conform` (the Spark and process-pool
 runners), `locks` (the lock a run holds on its output directory), `results` (one row per

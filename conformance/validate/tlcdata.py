@@ -50,10 +50,15 @@ DATA_FILE = "TraceData.kdat"
 PROPERTY = "kreplica.tracedata"
 JAVA_SOURCES = tuple(
     Path(__file__).resolve().parent / "java" / name
-    for name in (f"{MODULE}.java", f"{MODULE}Json.java", f"{AGREEMENT_MODULE}.java")
+    for name in (
+        f"{MODULE}.java",
+        f"{MODULE}Json.java",
+        "TraceDataPrefixes.java",
+        f"{AGREEMENT_MODULE}.java",
+    )
 )
-"""The reader's sources: the override, its ITF JSON reader, and the override of the trace
-spec's AllAgree (spec/TraceAgreement.tla)."""
+"""The reader's sources: the override, its ITF JSON reader, the sharing of the traces'
+prefixes, and the override of the trace spec's AllAgree (spec/TraceAgreement.tla)."""
 MAGIC = b"KRTD\x01"
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 JAVAC_HINT = "install a JDK (e.g. apt-get install openjdk-17-jdk-headless) or pass javac="

@@ -6,6 +6,8 @@ checks them all: TLC prints the number of every trace whose last event it reache
 does not print are run again, in one diagnostic TLC run, which prints every step reached and
 every successor of the logged action that does not agree with the trace; from those this
 module pinpoints the first step no spec action explains and the variables that differ.
+Traces that begin alike are walked together as far as they agree, and what TLC printed of such
+an event is said of each of them (`per_trace`, `prefixes`).
 
 With invariants (`SpecParams.invariants`, `--invariant`), a state that breaks one ends its
 branch too, and the diagnostic run also prints where; `invariants` holds the rule that tells
@@ -44,7 +46,7 @@ from kreplica.conformance.tla.vocabulary import (
     INIT_ACTION,
     VARIABLES,
 )
-from kreplica.conformance.validate import invariants, tlcdata
+from kreplica.conformance.validate import invariants, prefixes, tlcdata
 from kreplica.conformance.validate.shapes import ShapeError, check_shapes
 from kreplica.conformance.validate.sources import UNREADABLE, variant_note
 from kreplica.conformance.validate.trace_events import hidden, trace_events
@@ -394,7 +396,7 @@ def write_batch(
 
 
 _PRINT_START = re.compile(r'^<<\s*"kreplica-')
-_PRINT_NUMBERS = re.compile(r'<<"(kreplica-[a-z]+)", (\d+)(?:, (\d+))?>>')
+_PRINT_NUMBERS = re.compile(r'<<"(kreplica-[a-z]+)", (\d+)(?:, (\d+))?(?:, (\d+))?>>')
 """The common short lines (a trace's events, its verdict), read without the TLA+ parser."""
 
 
@@ -433,6 +435,12 @@ class Printed:
     invariants: dict[tuple[int, int], set[str]] = field(default_factory=dict)
     """(trace, step): the invariants false in a state the logged action led to there from a
     state in which they all held (a diagnostic run with invariants)."""
+    shares: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Traces whose first events TLC walked in an earlier trace: (that trace, how many), as
+    the Java reader printed them (`prefixes`); empty once `per_trace` has said every fact of
+    each trace."""
+    ends: set[tuple[int, int]] = field(default_factory=set)
+    """(trace, step): the last event of a trace that adds none of its own was reached there."""
 
 
 def parse_printed(output: str) -> Printed:
@@ -461,7 +469,50 @@ def parse_printed(output: str) -> Printed:
             step, names = value[2], value[3]
             assert isinstance(step, int) and isinstance(names, frozenset)
             found.invariants.setdefault((number, step), set()).update(str(n) for n in names)
-    return found
+        elif kind == "kreplica-share":
+            holder, shared = value[2], value[3]
+            assert isinstance(holder, int) and isinstance(shared, int)
+            found.shares[number] = (holder, shared)
+        elif kind == "kreplica-end":
+            step = value[2]
+            assert isinstance(step, int)
+            found.ends.add((number, step))
+    return per_trace(found)
+
+
+def per_trace(found: Printed) -> Printed:
+    """What TLC printed, said of every trace: a fact printed of an event that several traces
+    share (in the name of the trace that holds it) is a fact of each of them (`prefixes`)."""
+    if not found.shares:
+        return found
+    paths = prefixes.holders(found.shares, found.events)
+    ended = found.ends | {(t, found.events[t]) for t in found.conforms if t in found.events}
+    out = Printed(events=found.events, invalid=found.invalid)
+    for number, path in paths.items():
+        if prefixes.conforms(path, ended):
+            out.conforms.add(number)
+        last = prefixes.reached(path, found.reached)
+        if last is not None:
+            out.reached[number] = last
+        out.mismatches.update(prefixes.at_steps(path, found.mismatches, number))
+        out.invariants.update(prefixes.at_steps(path, found.invariants, number))
+        if path[0] in found.init_mismatches:
+            out.init_mismatches[number] = found.init_mismatches[path[0]]
+    for number in found.conforms - set(paths):  # not counted by the reader: shares nothing
+        out.conforms.add(number)
+    for number, step in found.reached.items():
+        if number not in paths:
+            out.reached[number] = step
+    for number, states in found.init_mismatches.items():
+        if number not in paths:
+            out.init_mismatches[number] = states
+    for key, successors in found.mismatches.items():
+        if key[0] not in paths:
+            out.mismatches[key] = successors
+    for key, names in found.invariants.items():
+        if key[0] not in paths:
+            out.invariants[key] = names
+    return out
 
 
 def run_batch(

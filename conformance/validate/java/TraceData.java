@@ -37,6 +37,12 @@
  * file (1-based): <<"kreplica-events", number, events>> (its events after the initial state),
  * or <<"kreplica-invalid", number, "why">> for a trace it refuses.  A refused trace is replaced
  * by one whose initial state matches no Init, so it never conforms and the others still run.
+ *
+ * Shared prefixes (TraceDataPrefixes): when TraceLog is a tuple of JSON traces, a trace whose
+ * hidden variables and first events are those of an earlier trace gets the fields that let
+ * KafkaReplicationTrace walk those events once (s, k, n: see the top of that module), and a
+ * line <<"kreplica-share", number, holder, shared>>: its first `shared` events are walked in
+ * trace `holder`, which holds the last of them.  -Dkreplica.tracedata.share=false turns it off.
  */
 
 import java.io.IOException;
@@ -69,6 +75,7 @@ public final class TraceData {
     public static final String PROPERTY = "kreplica.tracedata";
     public static final String DEFAULT_FILE = "TraceData.kdat";
     public static final String VERBOSE = "kreplica.tracedata.verbose";
+    public static final String SHARE = "kreplica.tracedata.share";
     private static final byte[] MAGIC = {'K', 'R', 'T', 'D', 1};
 
     private static Value traceLog;
@@ -131,6 +138,12 @@ public final class TraceData {
             throw new IllegalArgumentException((data.length - in.pos) + " bytes after the value");
         }
         value.deepNormalize();
+        if (in.jsonTraces > 0 && value instanceof TupleValue
+                && ((TupleValue) value).elems.length == in.jsonTraces
+                && !"false".equals(System.getProperty(SHARE))) {
+            value = TraceDataPrefixes.share((TupleValue) value, in.refused);
+            value.deepNormalize();
+        }
         return value;
     }
 
@@ -173,6 +186,7 @@ public final class TraceData {
         private UniqueString[] names;
         private TraceDataJson.Vocabulary vocabulary;
         private int jsonTraces;
+        private final Set<Integer> refused = new HashSet<>();
 
         Reader(byte[] data) {
             this.data = data;
@@ -242,8 +256,10 @@ public final class TraceData {
                 System.out.println("<<\"kreplica-events\", " + number + ", " + trace.events + ">>");
                 return trace.value;
             } catch (TraceDataJson.Invalid e) {
+                refused.add(number);
                 return refused(number, e.getMessage());
             } catch (RuntimeException | StackOverflowError e) { // this trace's, not the batch's
+                refused.add(number);
                 return refused(number, "the reader failed on it: " + e);
             }
         }
