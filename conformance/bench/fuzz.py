@@ -12,17 +12,26 @@ that found nothing counts as slower than the limit. With `--defaults`, each targ
 is `kreplica fuzz --bug X` (or `--variant X`) with every other option at its default: the
 default set-up, DEFAULT_STEPS steps per run, at most DEFAULT_EXAMPLES runs.
 
+Profile (`--profile`): the throughput campaign under cProfile, its time by where it goes
+(`ROOMS`): each function's own time, a built-in's (or a frozen standard module's) counted with
+the function that called it. cProfile's own cost per call inflates what makes many small calls,
+so the shares are a guide; the throughput measured without it is the figure.
+
     .venv/bin/python -m kreplica.conformance.bench.fuzz [--seeds 5] [--only WORD] [--defaults]
-        [--markdown]
+        [--markdown] [--profile]
 """
 
 from __future__ import annotations
 
+import cProfile
 import math
+import pstats
 import statistics
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import click
 from rich.console import Console
@@ -67,6 +76,57 @@ def throughput(examples: int, max_steps: int = 100) -> Throughput:
         raise click.ClickException(f"the correct protocol failed: {result.failure.reason}")
     s = result.stats
     return Throughput(s.runs, s.steps, s.impl_steps, cpu, wall)
+
+
+CLOCK = "the clock judges (backoff, lag_times, checkpoint_times, idle_fetchers)"
+RECORDING = "recording and ITF (recorder, step_codec, tla/)"
+RULES = "the rules and their choices (fuzz/machine.py, choices.py)"
+ROOMS = (
+    ("hypothesis/", "Hypothesis (drawing rules and arguments, the engine)"),
+    ("conformance/bridge/projection.py", "the projection (bridge/projection.py)"),
+    ("conformance/bridge/invariants.py", "the invariants (bridge/invariants.py)"),
+    ("conformance/fuzz/guidance.py", "abstract states (fuzz/guidance.py)"),
+    ("conformance/bridge/backoff.py", CLOCK),
+    ("conformance/bridge/lag_times.py", CLOCK),
+    ("conformance/bridge/checkpoint_times.py", CLOCK),
+    ("conformance/bridge/idle_fetchers.py", CLOCK),
+    ("conformance/bridge/client_answers.py", "the client's answers (bridge/client_answers.py)"),
+    ("conformance/bridge/checked_steps.py", "the other step checks (bridge/checked_steps.py)"),
+    ("conformance/bridge/recorder.py", RECORDING),
+    ("conformance/bridge/step_codec.py", RECORDING),
+    ("conformance/tla/", RECORDING),
+    ("conformance/fuzz/liveness.py", "settling (fuzz/liveness.py)"),
+    ("conformance/fuzz/machine.py", RULES),
+    ("conformance/fuzz/choices.py", RULES),
+    ("/impl/", "the simulator (impl/)"),
+)  # fmt: skip
+"""Where a step's time goes: (a part of a file's path, the room it belongs to)."""
+
+
+def _room(path: str) -> str:
+    """The room of `path` in ROOMS ('other' if none: the standard library, set-up)."""
+    return next((room for part, room in ROOMS if part in path), "other")
+
+
+def profile(examples: int, max_steps: int = 100) -> tuple[Counter[str], float]:
+    """The throughput campaign under cProfile: seconds per room (`ROOMS`) and in all."""
+    profiler = cProfile.Profile()
+    profiler.runcall(run_fuzz, FuzzSetup(), examples, max_steps, seed_value=0)
+    stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rooms: Counter[str] = Counter()
+    for (path, _, _), (_, _, own, _, callers) in stats.items():
+        if not _lent(path):
+            rooms[_room(path)] += own
+            continue
+        for (caller, _, _), (_, _, from_caller, _) in callers.items():
+            rooms[_room(caller)] += from_caller
+    return rooms, sum(rooms.values())
+
+
+def _lent(path: str) -> bool:
+    """A built-in, or a frozen module of the standard library (`collections.abc`'s Mapping
+    methods, which compare TLA+ records): its time counts for the function that called it."""
+    return path == "~" or path.startswith("<frozen")
 
 
 @dataclass(frozen=True)
@@ -234,6 +294,13 @@ def markdown(rows: Sequence[Detection]) -> str:
     "instead of its own set-up.",
 )
 @click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
+@click.option(
+    "--profile",
+    "as_profile",
+    is_flag=True,
+    help="Run the throughput campaign under cProfile instead, and print where its time goes "
+    "(markdown rows).",
+)
 def main(
     throughput_examples: int,
     seeds: int,
@@ -241,6 +308,7 @@ def main(
     only: tuple[str, ...],
     defaults: bool,
     as_markdown: bool,
+    as_profile: bool,
 ) -> None:
     """Measure the fuzzer's throughput and its time to detect each seeded bug and variant."""
     console = Console(highlight=False)
@@ -249,7 +317,12 @@ def main(
     unknown = sorted(set(only) - {t.word for t in TARGETS})
     if unknown:
         raise click.BadParameter(f"unknown target {unknown[0]!r}", param_hint="--only")
-    if throughput_examples > 0:
+    if as_profile and throughput_examples > 0:
+        rooms, total = profile(throughput_examples)
+        console.print(f"where the time goes (cProfile, {total:.1f} s in all):", soft_wrap=True)
+        for room, seconds in rooms.most_common():
+            console.print(f"| {room} | {seconds:.1f} s | {100 * seconds / total:.0f}% |")
+    elif throughput_examples > 0:
         t = throughput(throughput_examples)
         console.print(
             f"throughput: {t.rate:,.0f} steps/s per CPU second ({t.wall_rate:,.0f} per wall "

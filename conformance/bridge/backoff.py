@@ -261,15 +261,18 @@ def wakeup_violations(cluster: Cluster) -> list[tuple[str, str]]:
     deadline, or now if its connection broke) or, with nothing in flight, a back-off ends."""
     now, found = cluster.clock.now_ms, []
     for broker, source, fetcher in _running_fetchers(cluster):
-        where = f"broker {broker}'s fetcher from broker {source}"
         flight, states = fetcher.in_flight, dict(fetcher.partition_states.items())
         ready = flight is None and any(
             tp not in fetcher.pending_resets and not _delayed(state, now)
             for tp, state in states.items()
         )
-        if ready and not fetcher.has_work():
-            found.append((NAME, f"{where} has a partition ready at {now} ms, and no work"))
+        idle = ready and not fetcher.has_work()
         expected, got = _first_wakeup(flight, states, now), fetcher.next_wakeup_ms()
+        if not idle and got == expected:
+            continue
+        where = f"broker {broker}'s fetcher from broker {source}"
+        if idle:
+            found.append((NAME, f"{where} has a partition ready at {now} ms, and no work"))
         if got != expected:
             found.append((NAME, f"{where} wakes at {got} ms by its own account at {now} ms, "
                                 f"expected {expected}"))  # fmt: skip

@@ -196,10 +196,16 @@ def apply_checked(
     return found[0] if found else None
 
 
+EFFECT_STEPS = (Flush, CheckpointHighWatermarks, HaltOnLogDirFailure, DetectFailure, DeleteRecords)
+"""The steps `effect_violations` judges (each is one spec action)."""
+
+
 def _enabled(step: Step, s: State) -> bool:
     """The spec enables the one action of `step` in state `s` (its guard, but for the
     model's bounds: MaxCrashes, MaxEpoch and the like bound TLC's search, not Kafka). A log
     dir failure is left out: the projection sees a failed log dir only where a log exists."""
+    if not isinstance(step, EFFECT_STEPS):
+        return False
     r = getattr(step, "broker", 0)
     up = r in s["alive"] and r not in s["logDirOffline"]
     if isinstance(step, Flush):
@@ -211,15 +217,14 @@ def _enabled(step: Step, s: State) -> bool:
         return r in s["alive"] and r in s["logDirOffline"]
     if isinstance(step, DetectFailure):
         return r in s["ctrlLive"] and r not in s["alive"]
-    if isinstance(step, DeleteRecords):  # on the controller's leader, which the step asks
-        lead = s["ctrlLeader"]
-        return (
-            lead in s["alive"]
-            and lead not in s["logDirOffline"]
-            and s["leader"][lead - 1] == lead
-            and log_start_of(s, lead) < step.offset <= s["hw"][lead - 1]
-        )
-    return False
+    # DeleteRecords, on the controller's leader, which the step asks
+    lead = s["ctrlLeader"]
+    return (
+        lead in s["alive"]
+        and lead not in s["logDirOffline"]
+        and s["leader"][lead - 1] == lead
+        and log_start_of(s, lead) < step.offset <= s["hw"][lead - 1]
+    )
 
 
 def effect_violations(step: Step, before: State, actions: list[str]) -> list[Violation]:

@@ -10,11 +10,15 @@ from what `observe` sees after each step, exactly as the spec's actions update t
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kreplica.conformance.tla.tlavalue import Record, Value
 from kreplica.impl.cluster import Cluster
+from kreplica.impl.epoch_cache import EpochEntry
 from kreplica.impl.fetch_state import ReplicaState
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
@@ -24,6 +28,7 @@ from kreplica.impl.messages import (
     LeaderAndIsrRequest,
     ListOffsetsRequest,
     ListOffsetsResponse,
+    LogEntry,
     Message,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
@@ -45,11 +50,40 @@ CONTROLLER = 0
 FETCH_STATES = {ReplicaState.TRUNCATING: "Truncating", ReplicaState.FETCHING: "Fetching"}
 
 State = dict[str, Any]  # spec variable -> its TLA+ value (see tlavalue.Value)
+T = TypeVar("T")
+
+
+class OnVariables(Generic[T]):
+    """A pure function of a few spec variables of a state that remembers its last answer.
+    Called on a state whose variables it reads are the very objects of the last call (values
+    are immutable, and `Projector.project` shares the values a step left unchanged), it
+    answers at once. The function is given only the variables it declares (`reads`), so one
+    it reads without declaring is a KeyError, never a stale answer."""
+
+    __slots__ = ("_answer", "_values", "function", "reads")
+
+    def __init__(self, function: Callable[[State], T], reads: tuple[str, ...]) -> None:
+        self.function = function
+        self.reads = reads
+        self._values: tuple[Any, ...] | None = None
+        self._answer: Any = None
+
+    def __call__(self, s: State) -> T:
+        """The function's answer on `s`."""
+        values = tuple(s[name] for name in self.reads)
+        last = self._values
+        if last is not None and all(map(operator.is_, values, last)):
+            return self._answer  # type: ignore[no-any-return]
+        answer = self.function(dict(zip(self.reads, values, strict=True)))
+        self._values, self._answer = values, answer
+        return answer
 
 
 @dataclass
 class History:
-    """What the spec records as history: counters, acks, reads, removals, in-flight requests."""
+    """What the spec records as history: counters, acks, reads, removals, in-flight requests.
+    Its sets only grow, and a request, once remembered, is never changed (the projection makes
+    their values again only when they grew, `Projector._history_set`, `_made_of`)."""
 
     next_record: int = 1
     acked: set[int] = field(default_factory=set)
@@ -68,6 +102,28 @@ class History:
 
 TIMESTAMPS: dict[int, Value] = {LATEST_TIMESTAMP: "LATEST", EARLIEST_TIMESTAMP: "EARLIEST"}
 """A LIST_OFFSETS timestamp in the spec's words."""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _log_record(epoch: int, record: int) -> Record:
+    """The spec's log entry [epoch, record] (one object per pair, shared by every log)."""
+    return Record({"epoch": epoch, "record": record})
+
+
+def _entry(entry: LogEntry) -> Record:
+    """A log's record as the spec's log entry."""
+    return _log_record(entry.epoch, entry.record_id)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _cache_record(epoch: int, start_offset: int) -> Record:
+    """The spec's epoch-cache entry [epoch, startOffset] (one object per pair)."""
+    return Record({"epoch": epoch, "startOffset": start_offset})
+
+
+def _cache_entry(entry: EpochEntry) -> Record:
+    """An epoch-cache entry as the spec's."""
+    return _cache_record(entry.epoch, entry.start_offset)
 
 
 def delivered_to_running(cluster: Cluster, envelope: Envelope) -> bool:
@@ -96,6 +152,23 @@ class Projector:
         if self.replicas != tuple(range(1, len(self.replicas) + 1)):
             raise ValueError(f"the spec numbers replicas 1..n; {tp} is on {self.replicas}")
         self.history = History()
+        self._unknown = tuple(-1 for _ in self.replicas)
+        """remoteLeo of a replica that does not lead."""
+        self._logs: dict[int, tuple[tuple[Any, ...], tuple[Value, ...], tuple[Value, ...]]] = {}
+        """Replica -> (what its log's projection was made of, the log, the epoch cache): see
+        `_log_values`."""
+        self._messages: dict[int, tuple[Envelope, tuple[Any, ...], list[Record]]] = {}
+        """id of an envelope in flight -> (the envelope, what its spec messages were made of,
+        those messages): see `_spec_messages`."""
+        self._observed: dict[int, Envelope] = {}
+        """The envelopes in flight that `observe_network` has seen, by id."""
+        self._committed_from: dict[int, tuple[Any, int]] = {}
+        """A leader replica -> what its log was made of and its HW when its committed records
+        were last added to the history (`_observe`)."""
+        self._last: State | None = None
+        """The state `project` returned last (its unchanged values are shared, see there)."""
+        self._sets: dict[str, tuple[int, frozenset[Value]]] = {}
+        """A history set's size and its value when last made (see `_history_set`)."""
         self.observe_network()
 
     # ------------------------------------------------------------------ per replica
@@ -105,13 +178,18 @@ class Projector:
         log = self.cluster.log(r, self.tp)
         if log is None:
             return (), 0, (), 0
-        entries = (DELETED,) * log.log_start_offset + tuple(
-            Record({"epoch": e.epoch, "record": e.record_id}) for e in log.entries
-        )
-        cache = tuple(
-            Record({"epoch": e.epoch, "startOffset": e.start_offset})
-            for e in log.leader_epoch_cache.entries
-        )
+        # The log and the cache change in few steps: their values are made again only when
+        # what they are made of changed (records and cache entries are immutable NamedTuples,
+        # so equal tuples of them project to equal values), and are otherwise the same objects
+        # as before, which later comparisons see at once (`project`).
+        made_of = (log, log.log_start_offset, tuple(log.entries),
+                   tuple(log.leader_epoch_cache.entries))  # fmt: skip
+        cached = self._logs.get(r)
+        if cached is not None and cached[0] == made_of:
+            return cached[1], log.high_watermark, cached[2], log.recovery_point
+        entries = (DELETED,) * log.log_start_offset + tuple(map(_entry, log.entries))
+        cache = tuple(map(_cache_entry, log.leader_epoch_cache.entries))
+        self._logs[r] = (made_of, entries, cache)
         return entries, log.high_watermark, cache, log.recovery_point
 
     def _hw_checkpoint(self, r: int) -> int:
@@ -125,7 +203,7 @@ class Projector:
 
     def _role(self, r: int) -> tuple[int, int, str, frozenset[int], tuple[int, ...]]:
         """(leaderEpoch, leader, fetchState, isr, remoteLeo) of replica r as it knows them."""
-        unknown = tuple(-1 for _ in self.replicas)
+        unknown = self._unknown
         partition = self.cluster.partition(r, self.tp) if self.cluster.is_alive(r) else None
         if partition is None:
             return NOT_HOSTED, NO_LEADER, "Idle", frozenset(), unknown
@@ -170,7 +248,7 @@ class Projector:
                     waiting.add(Record({"record": record, "replica": r, "offset": offset}))
         return frozenset(waiting)
 
-    def _msgs(self) -> frozenset[Value]:
+    def _msgs(self, in_flight: list[Envelope]) -> frozenset[Value]:
         """Messages in flight that the spec models, as its message records.
 
         A follower's fetcher awaits at most one request at a time: once it has sent a newer
@@ -178,9 +256,12 @@ class Projector:
         the spec's sending actions do. A given-up request is shown with incarnation 0 (its
         answer will be dropped), and an answer to one is not shown (it is lost)."""
         out: set[Value] = set()
-        for envelope in self.cluster.in_flight():
+        kept = {}
+        for envelope in in_flight:
             if self._delivered_to_running(envelope):
                 out.update(self._spec_messages(envelope))
+                kept[id(envelope)] = self._messages[id(envelope)]
+        self._messages = kept  # forget the envelopes no longer in flight
         return frozenset(out)
 
     def _delivered_to_running(self, envelope: Envelope) -> bool:
@@ -193,6 +274,38 @@ class Projector:
         return self._delivered_to_running(envelope) and bool(self._spec_messages(envelope))
 
     def _spec_messages(self, envelope: Envelope) -> list[Record]:
+        """The spec's records for the parts of one envelope that concern tp. An envelope is
+        immutable, so they are made again only when what else they are made of changed (see
+        `_made_of`), and are otherwise the same objects as in the previous state."""
+        made_of = self._made_of(envelope)
+        cached = self._messages.get(id(envelope))
+        if cached is not None and cached[0] is envelope and cached[1] == made_of:
+            return cached[2]
+        messages = self._make_spec_messages(envelope)
+        self._messages[id(envelope)] = (envelope, made_of, messages)
+        return messages
+
+    def _made_of(self, envelope: Envelope) -> tuple[Any, ...]:
+        """What an envelope's spec messages depend on besides the envelope: whether the
+        fetcher awaits the request (or the answer's request), and the request as the history
+        remembers it (None: not yet), exactly as `_make_spec_messages` reads them; for a
+        fetcher request the history does not hold yet, the cluster too (its sender's epoch,
+        `_request_epoch`), so it is never reused."""
+        src, dst = envelope.src, envelope.dst
+        payload = envelope.payload
+        if isinstance(payload, LeaderAndIsrRequest):
+            return ()
+        corr = getattr(payload, "correlation_id", -1)
+        if is_fetcher_request(payload):
+            key = (src, envelope.src_incarnation, dst, corr)
+            seen = self.history.requests.get(key)
+            if seen is None:
+                return (object(),)  # equal to nothing: made again
+            return (self.awaited(src, envelope.src_incarnation, dst, corr), seen)
+        awaited = self.awaited(dst, envelope.dst_incarnation, src, corr)
+        return (awaited, self.history.requests.get((dst, envelope.dst_incarnation, src, corr)))
+
+    def _make_spec_messages(self, envelope: Envelope) -> list[Record]:
         """The spec's records for the parts of one envelope that concern tp."""
         src, dst, payload = envelope.src, envelope.dst, envelope.payload
         base: dict[str, Value] = {"src": src, "dst": dst}
@@ -217,8 +330,7 @@ class Projector:
             return [
                 Record({"type": "FetchResponse", **base, "epoch": echo["epoch"],
                         "offset": echo["offset"], "error": p.error.name,
-                        "entries": tuple(Record({"epoch": e.epoch, "record": e.record_id})
-                                         for e in p.records),
+                        "entries": tuple(map(_entry, p.records)),
                         "hw": p.high_watermark,
                         "logStart": p.log_start_offset if p.error.name == "NONE" else UNDEFINED})
                 for p in payload.partitions if p.tp == self.tp
@@ -281,22 +393,65 @@ class Projector:
     # ------------------------------------------------------------------ the state
 
     def project(self) -> State:
-        """Every spec variable of the current state."""
+        """Every spec variable of the current state. A variable whose value equals its value
+        in the state returned last is that same object: most steps change a few variables,
+        and the judges compare states and remember what they computed for a value
+        (`invariants`), which is then a glance."""
         logs = [self._log_values(r) for r in self.replicas]
+        return self._shared(self._project(logs, self.cluster.in_flight()))
+
+    def step(self, before: State, cause: str | None) -> State:
+        """`observe`, then `project`: the state after a step, each log and the messages in
+        flight read once for both."""
+        logs = [self._log_values(r) for r in self.replicas]
+        in_flight = self.cluster.in_flight()
+        self._observe(before, cause, [v[0] for v in logs], in_flight)
+        return self._shared(self._project(logs, in_flight))
+
+    def _shared(self, state: State) -> State:
+        """`state`, each value equal to the last state's replaced by that one (see `project`)."""
+        last = self._last
+        if last is not None:
+            for name, value in state.items():
+                old = last[name]
+                if value is not old and value == old:
+                    state[name] = old
+        self._last = state
+        return state
+
+    def _history_set(self, name: str, items: set[Any]) -> frozenset[Value]:
+        """A history set as a value (history sets only grow: the same size, the same set)."""
+        cached = self._sets.get(name)
+        if cached is not None and cached[0] == len(items):
+            return cached[1]
+        value = frozenset(items)
+        self._sets[name] = (len(items), value)
+        return value
+
+    def _project(
+        self,
+        logs: list[tuple[tuple[Value, ...], int, tuple[Value, ...], int]],
+        in_flight: list[Envelope],
+    ) -> State:
+        """Every spec variable of the current state (the replicas' `_log_values`, the
+        envelopes in flight), made afresh but for the logs, the epoch caches and the messages
+        (`_log_values`, `_spec_messages`)."""
+        log, hw, epoch_cache, recovery_point = zip(*logs, strict=True)
         roles = [self._role(r) for r in self.replicas]
+        leader_epoch, leader, fetch_state, isr, remote_leo = zip(*roles, strict=True)
         reg = self.cluster.controller.partitions[self.tp]
         h = self.history
         return {
-            "log": tuple(v[0] for v in logs),
-            "hw": tuple(v[1] for v in logs),
+            "log": log,
+            "hw": hw,
             "hwCheckpoint": tuple(self._hw_checkpoint(r) for r in self.replicas),
-            "epochCache": tuple(v[2] for v in logs),
-            "recoveryPoint": tuple(v[3] for v in logs),
-            "leaderEpoch": tuple(v[0] for v in roles),
-            "leader": tuple(v[1] for v in roles),
-            "fetchState": tuple(v[2] for v in roles),
-            "isr": tuple(v[3] for v in roles),
-            "remoteLeo": tuple(v[4] for v in roles),
+            "epochCache": epoch_cache,
+            "recoveryPoint": recovery_point,
+            "leaderEpoch": leader_epoch,
+            "leader": leader,
+            "fetchState": fetch_state,
+            "isr": isr,
+            "remoteLeo": remote_leo,
             "alive": frozenset(r for r in self.replicas if self.cluster.is_alive(r)),
             "logDirOffline": frozenset(r for r in self.replicas if self._offline(r)),
             "incarnation": tuple(self.cluster.incarnations[r] for r in self.replicas),
@@ -304,26 +459,42 @@ class Projector:
             "ctrlLeader": reg.leader,
             "ctrlEpoch": reg.leader_epoch,
             "ctrlIsr": frozenset(reg.isr),
-            "msgs": self._msgs(),
+            "msgs": self._msgs(in_flight),
             "nextRecord": h.next_record,
             "pending": self._pending(),
-            "acked": frozenset(h.acked),
-            "committed": frozenset(h.committed),
+            "acked": self._history_set("acked", h.acked),
+            "committed": self._history_set("committed", h.committed),
             "crashes": h.crashes,
             "uncleanShutdowns": h.unclean_shutdowns,
-            "removed": frozenset(
-                Record({"replica": r, "record": rec, "cause": cause}) for r, rec, cause in h.removed
-            ),
+            "removed": self._removed(),
         }  # fmt: skip
+
+    def _removed(self) -> frozenset[Value]:
+        """The spec's `removed`: the records removed from a log, and why."""
+        h = self.history
+        cached = self._sets.get("removed")
+        if cached is not None and cached[0] == len(h.removed):
+            return cached[1]
+        value = frozenset(
+            Record({"replica": r, "record": rec, "cause": cause}) for r, rec, cause in h.removed
+        )
+        self._sets["removed"] = (len(h.removed), value)
+        return value
 
     # ------------------------------------------------------------------ history
 
-    def observe_network(self) -> None:
-        """Remember the requests now in flight (their responses echo them), each follower's
-        latest request to each leader, and acked produces."""
+    def observe_network(self, in_flight: list[Envelope] | None = None) -> None:
+        """Remember the requests now in flight (`in_flight`, by default the cluster's): their
+        responses echo them; each follower's latest request to each leader, and acked
+        produces."""
         h = self.history
-        for envelope in self.cluster.in_flight():
+        observed: dict[int, Envelope] = {}
+        for envelope in self.cluster.in_flight() if in_flight is None else in_flight:
             payload = envelope.payload
+            seen = self._observed.get(id(envelope)) is envelope
+            observed[id(envelope)] = envelope
+            if seen and not isinstance(payload, ProduceRequest | ProduceResponse):
+                continue  # a fetcher request's second look changes nothing (max, first wins)
             corr = getattr(payload, "correlation_id", -1)
             key = (envelope.src, envelope.src_incarnation, envelope.dst, corr)
             if isinstance(payload, ProduceRequest):
@@ -339,10 +510,22 @@ class Projector:
                 if key not in h.requests:
                     for message in self._request_messages(envelope):
                         h.requests[key] = dict(message)
+        self._observed = observed
 
     def observe(self, before: State, cause: str | None) -> None:
         """Update the history after a step; `cause` names a log cut ('unclean-shutdown')."""
         after_logs = [self._log_values(r)[0] for r in self.replicas]
+        self._observe(before, cause, after_logs, self.cluster.in_flight())
+
+    def _observe(
+        self,
+        before: State,
+        cause: str | None,
+        after_logs: list[tuple[Value, ...]],
+        in_flight: list[Envelope],
+    ) -> None:
+        """`observe`, given the logs after the step (`_log_values`, just called for every
+        replica) and the envelopes in flight."""
         for r, old, new in zip(self.replicas, before["log"], after_logs, strict=True):
             if len(new) < len(old):
                 for entry in old[len(new) :]:
@@ -353,10 +536,15 @@ class Projector:
             if partition is not None and partition.leader_replica_id == r:
                 log = self.cluster.log(r, self.tp)
                 if log is not None:
+                    # the same log, records and HW as when last added: nothing new to add
+                    read = (self._logs[r][0], log.high_watermark)
+                    if self._committed_from.get(r) == read:
+                        continue
                     start = log.log_start_offset
                     for o in range(start, log.high_watermark):
                         self.history.committed.add((o, log.entries[o - start].record_id))
-        self.observe_network()
+                    self._committed_from[r] = read
+        self.observe_network(in_flight)
 
     def note_produce_delivered(self) -> None:
         """A PRODUCE reached a broker: the spec's producer moves to its next record."""

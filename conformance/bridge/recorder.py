@@ -255,8 +255,7 @@ class Recorder:
         elif isinstance(step, Deliver) and (step.src, step.dst) in self._fetcher_links(sent):
             self._remember_senders(step.dst, step.src, sent)  # an answer's next request (R9)
         cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
-        self.projector.observe(before, cause)
-        after = self.projector.project()
+        after = self.projector.step(before, cause)
         now = self.cluster.clock.now_ms
         events = [replace(e, now_ms=now) for e in self._events(step, named, before, after, sent)]
         previous = before

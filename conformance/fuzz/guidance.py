@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreplica.conformance.bridge.invariants import agree
-from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED, State
+from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED, OnVariables, State
 
 AbstractState = tuple[Any, ...]
 """A hashable abstraction of a spec state (see `abstract_state`)."""
@@ -64,12 +64,25 @@ def _replica(s: State, b: int, ref: int) -> tuple[Any, ...]:
 def abstract_state(s: State) -> AbstractState:
     """The relations between the replicas' views that replication bugs break: per replica, its
     view relative to the controller's leader (or to replica 1 when there is none), and whether
-    some acknowledged record is not yet committed."""
+    some acknowledged record is not yet committed. (Computed again only when a variable it
+    reads changed, `projection.OnVariables`.)"""
+    return _ABSTRACT_STATE(s)
+
+
+def _abstract_state(s: State) -> AbstractState:
+    """`abstract_state`, computed."""
     replicas = range(1, len(s["hw"]) + 1)
     ref = s["ctrlLeader"] if s["ctrlLeader"] in replicas else 1
     committed = {record for _, record in s["committed"]}
     views = tuple(_replica(s, b, ref) for b in replicas)
     return (ref == s["ctrlLeader"], views, bool(s["acked"] - committed))
+
+
+_ABSTRACT_STATE = OnVariables(
+    _abstract_state,
+    ("hw", "ctrlLeader", "committed", "acked", "leaderEpoch", "ctrlEpoch", "leader", "log",
+     "alive", "fetchState", "ctrlIsr", "isr"),
+)  # fmt: skip
 
 
 @dataclass

@@ -392,8 +392,13 @@ class Budget:
 
 
 def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
-    """A precondition: the rule `kind` has a step to take."""
-    return lambda machine: bool(machine.choices(kind))
+    """A precondition: the rule `kind` has a step to take. Hypothesis asks it about 15 times
+    a step (with the other rules'), so it reads the step's cached choices first; and it stays
+    a lambda, which Hypothesis describes (it does at each evaluation) faster than a named
+    function."""
+    return lambda machine: bool(
+        machine.choices(kind) if (found := machine._choices.get(kind)) is None else found
+    )
 
 
 class ReplicationMachine(RuleBasedStateMachine):
@@ -416,6 +421,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.recorder = SpecRecorder(self.cluster, TP, {})
         self.steps: list[Step] = []
         self._choices: dict[str, list[Step]] = {}
+        self._now: dict[str, Any] = {}
+        """What `quiet`, `lagging` and `leaders` found since the last step (they are asked
+        many times a step, by the preconditions Hypothesis evaluates)."""
         self.faults = Budget(self.setup.max_faults)
         self.records = Budget(UNLIMITED)
         self.leader_changes = Budget(0)
@@ -569,6 +577,13 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def quiet(self) -> bool:
         """No fetcher has work and no message but answers to the controller can arrive."""
+        found = self._now.get("quiet")
+        if found is None:
+            found = self._now["quiet"] = self._quiet()
+        return bool(found)
+
+    def _quiet(self) -> bool:
+        """`quiet`, computed."""
         messages = self.choices("deliver") + self.choices("reorder")
         if any(isinstance(m, Deliver) and m.dst != CONTROLLER for m in messages):
             return False
@@ -576,6 +591,13 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def lagging(self) -> bool:
         """A leader has an ISR follower behind its LEO (time may push it out of the ISR)."""
+        found = self._now.get("lagging")
+        if found is None:
+            found = self._now["lagging"] = self._lagging()
+        return bool(found)
+
+    def _lagging(self) -> bool:
+        """`lagging`, computed."""
         return any(behind(self.recorder.state, b) for b in self.cluster.broker_ids)
 
     def may_produce(self) -> bool:
@@ -603,6 +625,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.records.tick()
         self.leader_changes.tick(stirred)
         self._choices = {}
+        self._now = {}
 
     def _choose(self, kind: str, pick: int) -> None:
         """Apply one step of the rule `kind`: scheduling rules favour the run's high-priority
@@ -628,8 +651,13 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def leaders(self) -> list[int]:
         """Running brokers that believe they lead the partition (a producer's targets)."""
-        state = self.recorder.state
-        return [b for b in sorted(state["alive"]) if state["leader"][b - 1] == b]
+        found = self._now.get("leaders")
+        if found is None:
+            state = self.recorder.state
+            found = self._now["leaders"] = [
+                b for b in sorted(state["alive"]) if state["leader"][b - 1] == b
+            ]
+        return list(found)
 
     # ------------------------------------------------------------ settling
 
@@ -730,6 +758,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.config = config
         self.cluster = self.setup.schedule(config=config).cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {})
+        self._now = {}
 
     def _prioritise(self, order: int) -> None:
         """Rank the nodes by permutation number `order`: messages to a high-priority node, and
