@@ -238,9 +238,9 @@ class Converter:
         self.late_init: set[int] = set()
         """Brokers whose first LeaderAndIsr (epoch 0) came after Init."""
         self.deposed: dict[int, Event] = {}
+        """A fetch's state update made after a LeaderAndIsr deposed its leader (R21)."""
         self.checkpoint_due: dict[int, tuple[int, Event]] = {}
         """A HW checkpoint read from a HW whose step is still to come."""
-        """A fetch's state update made after a LeaderAndIsr deposed its leader (R21)."""
         self.harness_recorded = any(e.broker == 0 for e in recording.events)
 
     # -- the walk ---------------------------------------------------------------------------
@@ -601,8 +601,7 @@ class Converter:
                 return
             # an error answer changes nothing on the leader; its state may already hold
             # steps whose hooks have not ended yet (a truncation): not taken
-            if current is not None:
-                current.handled = True
+            current.handled = True
             self._emit_event(
                 "LeaderHandleFetch", {"replica": leader, "follower": f, "offset": offset}, event
             )
@@ -995,10 +994,9 @@ class Converter:
         current = self.rounds.get(f)
         if current is None or not current.handled:
             return
-        if current.lost:
-            self.rounds[f] = None
-            return
         self.rounds[f] = None
+        if current.lost:
+            return
         args = {"replica": f, "leader": current.leader}
         self._emit_event("FollowerHandleFetchResponse", args, event)
 
