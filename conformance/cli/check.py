@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -18,13 +18,15 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 from rich.text import Text
 
+from kreplica.conformance.cli.conform import _spark_conf
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir, check_output_file
-from kreplica.conformance.errors import PROG, KreplicaError
+from kreplica.conformance.errors import PROG, CheckerError, KreplicaError
 from kreplica.conformance.tla.itf import write_text_atomic
 from kreplica.conformance.tla.specs import (
     DEFAULT_SUITE,
     SPEC_DIR_ENV,
+    ModelConfig,
     resolve_spec_dir,
     select_configs,
 )
@@ -45,21 +47,27 @@ from kreplica.conformance.tla.suite import (
     write_counterexamples,
 )
 from kreplica.conformance.tla.tlc_output import ProgressCallback, TlcProgress, Verdict
+from kreplica.conformance.validate.conform import spark_failure
 from kreplica.conformance.validate.locks import lock_output
+from kreplica.conformance.validate.suite_spark import SuiteRun, run_suite
 
 EXIT_CODES_HELP = """\b
 Examples:
   kreplica check                          the ci suite of spec/suites.toml
   kreplica check --config S1_HwTruncation one model config (spec/S1_HwTruncation.cfg)
   kreplica check --suite full --jobs 2 --report out/check.md --json out/check.json
+  kreplica check --master local[2]        each config a Spark task, TLC with --workers
+  kreplica check --master spark://host:7077 --conf spark.pyspark.python=/usr/bin/python3
 
 \b
 Exit codes:
   0  every config got its expected verdict
   1  some config got an unexpected verdict
   2  bad input or environment: unknown config or suite, spec parse error,
-     bad cfg, no Java, TLC crash, Apalache missing, bad option
+     bad cfg, no Java, TLC crash, Apalache missing, bad option,
+     Spark failed (unreachable master, lost task)
   3  a time limit was hit
+  130  interrupted (Ctrl-C, SIGTERM): no TLC is left running
 When several apply, the first of 2, 1, 3 wins.
 """
 PLAIN_STATUS_SECONDS = 30.0
@@ -237,6 +245,18 @@ def check_report_path(path: Path) -> None:
     envvar=SPEC_DIR_ENV,
     help=f"Spec directory [env {SPEC_DIR_ENV}; default: spec/ of the checkout or the package].",
 )
+@click.option(
+    "--master",
+    help="Check on Spark (local[N], spark://host:port, ...): a task per config, each TLC with "
+    "--workers workers; the spec and tla2tools.jar are shipped to the executors.",
+)
+@click.option(
+    "--conf",
+    "confs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark property for --master (repeatable), e.g. spark.pyspark.python=/usr/bin/python3.",
+)
 @click.option("--java", envvar="KREPLICA_JAVA", help="Java executable [env KREPLICA_JAVA].")
 @click.option(
     "--jar",
@@ -255,10 +275,13 @@ def check(
     json_path: Path | None,
     checker: str,
     spec_dir: Path | None,
+    master: str | None,
+    confs: tuple[str, ...],
     java: str | None,
     jar: Path | None,
 ) -> int:
     """Model-check the spec's configs; compare each verdict with the expected one."""
+    spark_conf = _spark_options(master, confs, jobs, checker)
     directory = resolve_spec_dir(spec_dir)
     configs = select_configs(directory, suite, names)
     check_output_dir(out, "counterexamples to")
@@ -267,16 +290,25 @@ def check(
     if json_path is not None:
         check_output_file(json_path, "the JSON results")
     check_modules(configs)
-    if checker == "apalache":
-        runner = apalache_runner(time_limit)
-    else:
-        runner = tlc_runner(java, jar, workers, time_limit, jobs)
     lock = _lock_out(out)
     try:
         started = now()
-        rows = run_all(
-            configs, runner, jobs, lambda c: reproduce(c, directory, checker), _Display()
-        )
+        display = _Display()
+
+        def command(config: ModelConfig) -> str:
+            return reproduce(config, directory, checker)
+
+        if master is not None:
+            on_spark = SuiteRun(
+                configs, directory, master, workers, time_limit, java, jar, spark_conf
+            )
+            rows = _on_spark(on_spark, command, display)
+        else:
+            if checker == "apalache":
+                runner = apalache_runner(time_limit)
+            else:
+                runner = tlc_runner(java, jar, workers, time_limit, jobs)
+            rows = run_all(configs, runner, jobs, command, display)
         with _output_errors():
             write_counterexamples(rows, out, checker)
     finally:
@@ -290,6 +322,42 @@ def check(
             payload = json.dumps(json_report(rows, directory, checker, run), indent=2)
             write_text_atomic(json_path, payload + "\n")
     return exit_code(rows)
+
+
+def _spark_options(
+    master: str | None, confs: tuple[str, ...], jobs: int, checker: str
+) -> dict[str, str]:
+    """--conf as Spark properties; one line for an option that does nothing with (or without)
+    --master."""
+    if master is None:
+        if confs:
+            raise click.BadParameter("--conf sets Spark properties; give --master too")
+        return {}
+    if checker != "tlc":
+        raise click.BadParameter("--master runs TLC only; drop --checker apalache")
+    if jobs != 1:
+        raise click.BadParameter(
+            "--jobs does nothing with --master: the executors' cores decide how many configs "
+            "run at once",
+            param_hint="'--jobs'",
+        )
+    return _spark_conf(confs, no_spark=False)
+
+
+def _on_spark(
+    run: SuiteRun, command: Callable[[ModelConfig], str], display: _Display
+) -> list[CheckRow]:
+    """The rows of `run` checked on Spark; Spark's own errors (long Java traces) in one line.
+    Every config shows as running until the job ends (a task reports no progress)."""
+    with display.live():
+        for config in run.configs:
+            display.start(config.name)
+        try:
+            return run_suite(run, command, lambda row: display.finish(row.config.name, row))
+        except KreplicaError:
+            raise
+        except Exception as err:
+            raise CheckerError(f"Spark failed: {spark_failure(err)}") from None
 
 
 def _lock_out(out: Path) -> int:

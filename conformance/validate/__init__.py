@@ -6,7 +6,8 @@ file that the Java reader in `java/` hands to TLC), `prefixes` (what TLC printed
 that several traces begin with, said of each of them), `shapes` (each variable's type, from the
 spec's TypeOK, for one-line errors on values of the wrong type), `sources` (ITF files and
 JSON-lines corpora, read as `(trace id, text)`), `conform` (the Spark and process-pool
-runners), `locks` (the lock a run holds on its output directory), `results` (one row per
+runners), `suite_spark` (`kreplica check --master`: model configs as Spark tasks, with
+conform's Spark machinery), `locks` (the lock a run holds on its output directory), `results` (one row per
 trace: Parquet, JSON lines, JUnit XML, the summary), `invariants` (`--invariant`: which state
 predicates, and where a trace breaks one), `why` (the false conjunct of a rejected step).
 
