@@ -36,6 +36,7 @@ from kreplica.conformance.fuzz.machine import (
     RunStats,
     StoppedRunFailure,
 )
+from kreplica.conformance.fuzz.plan import RunPlan
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS
@@ -235,9 +236,9 @@ class OverrunAfterKafka10706(ReplicationMachine):
     overrun (as it does when a long run's draws outgrow the buffer), and the run's settle
     phase, in its teardown, finds the seeded bug's livelock. Later runs are the fuzzer's."""
 
-    def _swarm(self, swarm: int) -> None:
+    def _follow(self, plan: RunPlan) -> None:
         if self.run != 1:
-            super()._swarm(swarm)
+            super()._follow(plan)
             return
         for step in KAFKA_10706:
             self._apply(step)

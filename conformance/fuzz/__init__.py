@@ -1,12 +1,14 @@
 """Driving the implementation: Hypothesis state machines, targets, corpora of recorded runs.
 
 Holds: `setup` (a campaign's set-up), `choices` (which enabled step each rule may take),
-`machine` (the rule-based state machine), `campaign` (runs, failures, saving, the summary),
-`targets` (each seeded bug and unsafe variant with the set-up that hunts it), `corpus_writer`
-(every run's trace as a JSON line), `random_walk` (cheap random-walk corpora), `reproducible`
-(a seeded campaign that depends on its seed alone), `liveness` (the settle phase: once the
-faults stop, replication catches up), `guidance` (abstract states and a run's rarity, for
-`--guided`).
+`machine` (the rule-based state machine), `plan` (a run's budgets, fault windows, swarm,
+focus and priorities, decided from Hypothesis's draws), `hypothesis_shim` (the machine's two
+touches of Hypothesis internals, with the release they were checked against), `campaign`
+(runs, failures, saving, the summary), `targets` (each seeded bug and unsafe variant with the
+set-up that hunts it), `corpus_writer` (every run's trace as a JSON line), `random_walk`
+(cheap random-walk corpora), `reproducible` (a seeded campaign that depends on its seed
+alone), `liveness` (the settle phase: once the faults stop, replication catches up),
+`guidance` (abstract states and a run's rarity, for `--guided`).
 
 May import: `kreplica.conformance.bridge`, `.tla`, `.errors`, and `kreplica.impl`.
 """

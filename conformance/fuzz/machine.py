@@ -12,15 +12,13 @@ the spec's vocabulary, and the invariants are checked after every spec action
 (`settle`, see `liveness`): the faults end, replication catches up, and a run whose cluster
 does not (no leader, a follower behind, a produce never answered) fails like an invariant.
 
-Each run starts with a plan (`ReplicationMachine.plan`), like a small spec config: a few
-records and faults (at most `max_faults`), maybe of one kind only, maybe no flushes, and a
-priority per node. Three strategies steer a run towards the corners where replication bugs
-live, without knowing any bug:
-- faults strike only just after the replication state moved (a HW, an ISR, a leader, an
-  ack: `STIRRING_VARS`), when what each replica knows is briefly inconsistent;
-- scheduling favours high-priority nodes, so a slow node falls behind (PCT), and in some
-  runs each fault is a change point at which the slowest node becomes the fastest;
-- swarm testing: half the runs never flush, so a power loss loses a log's tail.
+Each run starts with a plan (`ReplicationMachine.plan` draws it, `plan.plan_run` decides it),
+like a small spec config: a few records and faults (at most `max_faults`), maybe of one kind
+only, maybe no flushes, and a priority per node. The machine follows it: faults strike only
+just after the replication state moved (`plan.stirred_by`), scheduling rules favour
+high-priority nodes (`plan.urgency`), and a fault may be a change point of the priorities.
+The two touches of Hypothesis's internals (keeping every rule on, seeing a stopped run) go
+through `hypothesis_shim`.
 
 The rooms around it: `setup.FuzzSetup` says what a campaign allows, `choices.CHOICES` which
 enabled steps each rule may take. `campaign.run_fuzz` runs a campaign for one set-up with
@@ -33,16 +31,14 @@ generated run's trace is appended as one JSON line.
 from __future__ import annotations
 
 import itertools
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis import target
-from hypothesis.errors import StopTest
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -51,12 +47,11 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
 from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS, local_partition
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, State
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER
 from kreplica.conformance.bridge.schedule import (
     TP,
     variant_to_json,
@@ -70,13 +65,24 @@ from kreplica.conformance.fuzz.choices import (
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
+from kreplica.conformance.fuzz.hypothesis_shim import keep_every_rule_on, stopped_by_hypothesis
 from kreplica.conformance.fuzz.liveness import settle
+from kreplica.conformance.fuzz.plan import (
+    UNLIMITED,
+    Budget,
+    Draws,
+    RunPlan,
+    change_priorities,
+    natural_priorities,
+    plan_run,
+    stirred_by,
+    trailing_ones,
+    urgency,
+)
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
     CONFIG,
     COSTLY_KINDS,
-    DURABLE_MIN_ISR,
-    FAULTS,
     FETCH_MAX_RECORDS,
     PICK,
     SCHEDULING_KINDS,
@@ -97,7 +103,6 @@ from kreplica.impl.steps import (
     ConsumerFetch,
     ConsumerListOffsets,
     Deliver,
-    DoWork,
     Isolate,
     Produce,
     ShrinkIsr,
@@ -144,22 +149,6 @@ which parks the FETCH in the leader's purgatory while the HW has too little past
 (Kafka's default), exactly one record (a read of one record just reaches it), or two records
 at least; Kafka's default byte limit per partition, or one below a record (Kafka still returns
 the first record). The follower fetches stay unparked (`CONFIG`), as the spec answers them."""
-
-# ---------------------------------------------------------------- scheduling helpers
-
-
-def _nodes_of(step: Step) -> tuple[int, ...]:
-    """The nodes a scheduling step involves: a fetcher's broker, a message's two ends."""
-    if isinstance(step, DoWork):
-        return (step.broker,)
-    assert isinstance(step, Deliver)
-    return (step.src, step.dst)
-
-
-def _trailing_ones(pick: int) -> int:
-    """The number of trailing 1 bits: 0 half the time, 1 a quarter of the time, and so on."""
-    return (pick ^ (pick + 1)).bit_length() - 1
-
 
 # ---------------------------------------------------------------- failures and statistics
 
@@ -218,15 +207,6 @@ class StoppedRunFailure(BaseException):
     def __init__(self, failure: FuzzFailure) -> None:
         super().__init__(str(failure))
         self.failure = failure
-
-
-def stopped_by_hypothesis() -> bool:
-    """Whether Hypothesis has stopped the run being torn down: its StopTest is in flight
-    (the teardown runs in a `finally` of Hypothesis's stateful loop). Checked against
-    Hypothesis 6.170, where any exception a teardown raises then is discarded
-    (`core.StateForActualGivenExecution._execute_once_for_engine`: data frozen, StopTest);
-    pinned by `tests/test_fuzz_liveness.py`, which overruns a run for real."""
-    return isinstance(sys.exc_info()[1], StopTest)
 
 
 @dataclass
@@ -299,98 +279,6 @@ class RunStats:
 # ---------------------------------------------------------------- the state machine
 
 
-UNLIMITED = 2**62
-"""A budget that never runs out."""
-
-STIRRING_VARS = ("hw", "isr", "ctrlIsr", "leaderEpoch", "ctrlEpoch", "acked")
-"""The spec variables whose change marks a moment when safety hinges on what each replica
-knows: a HW moved, an ISR changed, a leader took office, a producer got an ack. Faults
-strike only just after such a moment (as CrashTuner crashes nodes right after meta-data
-updates): a fault at a random time mostly hits a cluster at rest. A fault's own step opens
-no window (its consequences, such as a leader taking office, do)."""
-
-STIRRING_REQUESTS = frozenset({"OffsetsForLeaderEpochRequest", "ListOffsetsRequest"})
-"""Requests whose sending is a stir too: a follower asks its leader where to truncate (R6)
-or where its out-of-range reset lands (R9). A fault before the answer (an election, a crash,
-a failed log dir) makes the leader answer with an error, or the follower take an answer
-from an epoch that has moved on: the window KIP-101 and KIP-279 are about."""
-
-
-def stirred_by(before: State, after: State) -> bool:
-    """The step moved a STIRRING_VARS variable or sent a STIRRING_REQUESTS request."""
-    if any(before[v] != after[v] for v in STIRRING_VARS):
-        return True
-    sent = after["msgs"] - before["msgs"]
-    return any(m["type"] in STIRRING_REQUESTS for m in sent)
-
-
-FAULT_WINDOWS = (1, 2, 4, 8)
-"""Trigger timing: how many steps after a stir a fault may strike."""
-
-FAULT_COUNTS = (1, 2, 1, 2, 3, 0, UNLIMITED)
-"""Faults per run (at most max_faults): the spec's counterexamples need one or two; a few runs
-have none, a few as many as allowed."""
-
-RECORD_BUDGETS = (1, 2, 1, 2, 3, 4, 8, UNLIMITED)
-"""Records per run: the spec's counterexamples need one or two, in a run with little else
-going on; unlimited runs grow longer logs."""
-
-LEADER_CHANGES = (0, 2, 0, 3)
-"""Planned leader changes per run, besides the faults: clean elections that move leadership
-to another live ISR replica, and back to the preferred replica, as a controlled shutdown and
-a preferred-replica election do. Half the runs have two or three. In half of those a change is
-patient: it waits until the leader has written a record in its epoch (`choices.wrote_in_office`),
-spaced like records, so records are written under several leader epochs and followers cache
-more than one (the multi-epoch truncation of R6, KIP-101 and KIP-279). In the other half it is
-hasty: it strikes like a fault, right after the replication state moved (`FAULT_WINDOWS`), as
-soon as the leader has taken office (`choices.took_office`), and a hasty change away from the
-preferred replica is the controller losing touch with it: a network partition keeps the
-controller's requests from it, so it goes on leading in its old epoch (the zombie leader of
-KIP-320) while leadership moves away and back (S4). A hasty change may depose a leader with an
-epoch it wrote nothing in (Kafka 2.6.0's KAFKA-10706: as a follower it may never finish
-truncating; 2.6.3's truncation drops that epoch, the seeded bug `kafka-10706` keeps it). Without
-planned changes most runs never change leaders: a crash moves leadership only once the
-controller detects it, and an elect fault picks the leader itself, or a dead or out-of-sync
-broker, as often as another."""
-
-
-@dataclass
-class Budget:
-    """How many more events of a kind (records, faults) a run may have, and when. Gap timing
-    (records): at least `gap` steps apart. Trigger timing (faults): only within `window`
-    steps after the replication state moved (see STIRRING_VARS). A quiet cluster (nothing
-    else would happen) need not wait."""
-
-    left: int
-    gap: int = 0
-    """Steps to wait after each event before the next one..."""
-    wait: int = 0
-    """...of which this many remain."""
-    window: int | None = None
-    """Trigger timing: events only this many steps after a stir (None: gap timing)."""
-    calm: int = UNLIMITED
-    """Steps since the replication state last moved."""
-
-    def ready(self, quiet: bool) -> bool:
-        """An event may happen now: some are left, and the timing allows it or nothing else
-        would happen (a quiet cluster)."""
-        if self.left <= 0:
-            return False
-        if quiet:
-            return True
-        return self.wait == 0 if self.window is None else self.calm < self.window
-
-    def spend(self) -> None:
-        """One event happened."""
-        self.left -= 1
-        self.wait = self.gap
-
-    def tick(self, stirred: bool = False) -> None:
-        """One step went by (and moved the replication state, if `stirred`)."""
-        self.wait = max(0, self.wait - 1)
-        self.calm = 0 if stirred else self.calm + 1
-
-
 def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
     """A precondition: the rule `kind` has a step to take. Hypothesis asks it about 15 times
     a step (with the other rules'), so it reads the step's cached choices first; and it stays
@@ -401,21 +289,36 @@ def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
     )
 
 
-class ReplicationMachine(RuleBasedStateMachine):
-    """One run: a cluster, its recorder, and rules that each apply one choice of the fuzzer."""
+@dataclass(frozen=True)
+class Campaign:
+    """What every run of one campaign shares: its set-up, the counters the runs add to, the
+    corpus they are written to. `campaign.machine_for` makes one per campaign and hands it to
+    each machine it makes (`run_state_machine_as_test` takes that factory)."""
 
-    setup: ClassVar[FuzzSetup] = FuzzSetup()
-    stats: ClassVar[RunStats] = RunStats()
-    corpus: ClassVar[CorpusWriter | None] = None
+    setup: FuzzSetup = field(default_factory=FuzzSetup)
+    stats: RunStats = field(default_factory=RunStats)
+    corpus: CorpusWriter | None = None
     """Where every generated run's trace goes (None: nowhere)."""
-    run_prefix: ClassVar[str] = ""
+    run_prefix: str = ""
     """The campaign's part of each run's trace id."""
-    max_gap: ClassVar[int] = 20
+    max_gap: int = 20
     """The longest gap between two faults, or two records: max steps / (max_faults + 1)."""
+
+
+class ReplicationMachine(RuleBasedStateMachine):
+    """One run of `campaign`: a cluster, its recorder, and rules that each apply one choice
+    of the fuzzer."""
+
     produced = Bundle("produced")
 
-    def __init__(self) -> None:
+    def __init__(self, campaign: Campaign | None = None) -> None:
         super().__init__()
+        campaign = Campaign() if campaign is None else campaign
+        self.setup = campaign.setup
+        self.stats = campaign.stats
+        self.corpus = campaign.corpus
+        self.run_prefix = campaign.run_prefix
+        self.max_gap = campaign.max_gap
         self.config = CONFIG
         self.cluster = self.setup.schedule().cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {})
@@ -430,13 +333,13 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.hasty = False
         """Planned leader changes need not wait for the leader to write in its epoch."""
         self.kinds = self.setup.kinds
-        self.priority = {node: rank for rank, node in enumerate(self._nodes())}
+        self.priority = natural_priorities(self._nodes())
         self.change_points = False
         self._faulting = False
         # Hypothesis's swarm testing switches rules off for a whole run at random. A run
         # without `deliver` or `fetch` cannot make progress, so every rule stays on here
         # (`plan` varies the faults of each run instead).
-        self._rules_strategy.enabled_rules_strategy = st.just(FeatureFlags())
+        keep_every_rule_on(self)
         self.stats.run_started()
         self.run = self.stats.runs
         self.violation: Violation | None = None
@@ -550,7 +453,7 @@ class ReplicationMachine(RuleBasedStateMachine):
                 allowed = "unclean_shutdown" in self.kinds and kind in self.kinds
             if kind == "delete_records":  # as often as a record may be produced
                 allowed = allowed and self.records.ready(self.quiet())
-            if kind == "change_leader":  # as planned (LEADER_CHANGES)
+            if kind == "change_leader":  # as planned (plan.LEADER_CHANGES)
                 allowed = allowed and self.leader_changes.ready(self.quiet())
                 state = self.recorder.state
                 allowed = allowed and (took_office if self.hasty else wrote_in_office)(state)
@@ -570,7 +473,7 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _may_fault(self) -> bool:
         """The fault budget is not spent, and the replication state moved a moment ago (see
-        STIRRING_VARS) or nothing else could happen (a quiet cluster with no record to
+        `plan.STIRRING_VARS`) or nothing else could happen (a quiet cluster with no record to
         produce). So faults strike while replication is going on."""
         stuck = self.records.left == 0 and self.quiet()
         return self.faults.ready(quiet=stuck)
@@ -629,25 +532,20 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _choose(self, kind: str, pick: int) -> None:
         """Apply one step of the rule `kind`: scheduling rules favour the run's high-priority
-        nodes (see `plan`); fault rules choose evenly."""
+        nodes (see `plan.urgency`); fault rules choose evenly."""
         options = self.choices(kind)
         if kind in SCHEDULING_KINDS:
-            options = sorted(options, key=self._urgency)
-            pick = _trailing_ones(pick)
+            options = sorted(options, key=lambda step: urgency(self.priority, step))
+            pick = trailing_ones(pick)
         recorded = len(self.recorder.events)
-        self._faulting = kind in COSTLY_KINDS  # a fault is no stir (see STIRRING_VARS)
+        self._faulting = kind in COSTLY_KINDS  # a fault is no stir (see `plan.STIRRING_VARS`)
         self._apply(options[pick % len(options)])
         self._faulting = False
         refused = kind == "elect" and len(self.recorder.events) == recorded
         if kind in COSTLY_KINDS and not refused:  # an election the controller refused is free
             self.faults.spend()
             if self.change_points:
-                self._change_priorities()
-
-    def _urgency(self, step: Step) -> tuple[int, int]:
-        """How late a scheduling step comes: by the slower of its nodes, then the faster."""
-        ranks = [self.priority[node] for node in _nodes_of(step)]
-        return max(ranks), min(ranks)
+                self.priority = change_priorities(self.priority)
 
     def leaders(self) -> list[int]:
         """Running brokers that believe they lead the partition (a producer's targets)."""
@@ -706,51 +604,20 @@ class ReplicationMachine(RuleBasedStateMachine):
         order: int,
         churn: int,
     ) -> None:
-        """Plan the run, like a small spec config: how many faults and records, how soon
-        after a stir a fault strikes, how far apart the records are, whether the faults are
-        all of one kind, whether logs are flushed, the nodes' priorities, and how many
-        planned leader changes, how far apart (`LEADER_CHANGES`). Each choice shrinks towards
-        the simplest run: one fault right after a stir, one record, every kind of fault,
-        flushes, fixed priorities in the natural order, no planned leader change."""
-        count = min(self.setup.max_faults, FAULT_COUNTS[faults % len(FAULT_COUNTS)])
-        self.faults = self._fault_budget(count, timing)
-        self.records = Budget(RECORD_BUDGETS[records % len(RECORD_BUDGETS)], self._gap(record_gap))
-        self._focus(focus)
-        self._swarm(swarm)
-        self._prioritise(order)
-        changes = LEADER_CHANGES[churn % len(LEADER_CHANGES)]
-        self.hasty = bool(churn // len(LEADER_CHANGES) % 2)
-        spacing = churn // (2 * len(LEADER_CHANGES))
-        if self.hasty:
-            self.leader_changes = self._fault_budget(changes, spacing)
-        else:
-            self.leader_changes = Budget(changes, self._gap(spacing))
+        """Plan the run, like a small spec config (`plan.plan_run`), from what Hypothesis
+        drew, and follow the plan."""
+        draws = Draws(faults, timing, focus, records, record_gap, swarm, order, churn)
+        self._follow(plan_run(self.setup, self._nodes(), self.max_gap, draws))
 
-    def _fault_budget(self, count: int, timing: int) -> Budget:
-        """`count` faults with trigger timing: each within a window of FAULT_WINDOWS steps
-        after a stir."""
-        return Budget(count, window=FAULT_WINDOWS[timing % len(FAULT_WINDOWS)])
-
-    def _focus(self, focus: int) -> None:
-        """Allow every kind of fault (focus 0), or one kind only (like a spec config)."""
-        allowed = [kind for kind in FAULTS if kind in self.setup.kinds]
-        if allowed and focus % (len(allowed) + 1):
-            only = allowed[focus % (len(allowed) + 1) - 1]
-            self.kinds = self.setup.kinds - COSTLY_KINDS | {only}
-
-    def _swarm(self, swarm: int) -> None:
-        """Swarm testing: logs are never flushed in half the runs (so a power loss loses
-        their tails), in half the runs every fault is a change point of the nodes'
-        priorities (see `_change_priorities`), in half the runs no client deletes
-        records, and half the runs of three or more replicas take Kafka's durable set-up
-        (`DURABLE_MIN_ISR`)."""
-        if swarm % 2:
-            self.kinds = self.kinds - {"flush"}
-        self.change_points = bool(swarm // 2 % 2)
-        if swarm // 4 % 2:
-            self.kinds = self.kinds - {"delete_records"}
-        if swarm // 8 % 2 and self.setup.replicas >= 3:
-            self._configure(replace(CONFIG, min_insync_replicas=DURABLE_MIN_ISR))
+    def _follow(self, plan: RunPlan) -> None:
+        """Take the run's budgets, rules, broker config and priorities from `plan` (before
+        the run's first step)."""
+        self.faults, self.records = plan.faults, plan.records
+        self.kinds, self.change_points = plan.kinds, plan.change_points
+        if plan.config is not None:
+            self._configure(plan.config)
+        self.priority = plan.priority
+        self.hasty, self.leader_changes = plan.hasty, plan.leader_changes
 
     def _configure(self, config: BrokerConfig) -> None:
         """Run on a cluster of brokers with `config` (before the run's first step)."""
@@ -759,24 +626,6 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.cluster = self.setup.schedule(config=config).cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {})
         self._now = {}
-
-    def _prioritise(self, order: int) -> None:
-        """Rank the nodes by permutation number `order`: messages to a high-priority node, and
-        its fetcher, are scheduled first more often, so a slow node falls behind (as in PCT
-        testing, probabilistic concurrency testing)."""
-        orders = list(itertools.permutations(self._nodes()))
-        self.priority = {node: rank for rank, node in enumerate(orders[order % len(orders)])}
-
-    def _change_priorities(self) -> None:
-        """A PCT change point: the slowest node becomes the fastest (after a fault, the node
-        that fell behind races the others)."""
-        last = max(self.priority.values())
-        self.priority = {n: 0 if r == last else r + 1 for n, r in self.priority.items()}
-
-    def _gap(self, pick: int) -> int:
-        """A gap of 0, 1, 3, 7, 15 or 31 steps (at most max_gap): back-to-back events as
-        often as widely spread ones."""
-        return min(int(self.max_gap), (1 << (pick % 6)) - 1)
 
     # ------------------------------------------------------------ the client
 
@@ -1013,7 +862,7 @@ class ReplicationMachine(RuleBasedStateMachine):
     @rule(pick=PICK)
     def change_leader(self, pick: int) -> None:
         """The controller moves leadership to another live ISR replica (a planned leader
-        change: `LEADER_CHANGES`); a hasty one away from the preferred replica first cuts the
+        change: `plan.LEADER_CHANGES`); a hasty one away from the preferred replica first cuts the
         controller off from it, where the set-up allows network partitions."""
         options = self.choices("change_leader")  # before the partition: it resets choices()
         leader = self.recorder.state["ctrlLeader"]

@@ -38,7 +38,7 @@ batch of two is refused with MESSAGE_TOO_LARGE."""
 
 DURABLE_MIN_ISR = 2
 """min.insync.replicas of Kafka's durable set-up (replication factor 3, min.insync.replicas 2,
-acks=all), which half the runs of three or more replicas use (`ReplicationMachine._swarm`): an
+acks=all), which half the runs of three or more replicas use (`plan.swarm`): an
 acks=-1 produce to an ISR of one is refused with NOT_ENOUGH_REPLICAS, or answered
 NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank while it waited (R14)."""
 
