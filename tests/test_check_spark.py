@@ -50,7 +50,7 @@ def _free_port() -> int:
 def test_a_standalone_cluster_checks_configs_and_writes_the_same_report(
     cluster: str, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)  # spark_context sets it: undone after
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # spark_context sets it: undone after
     out, report = tmp_path / "ce", tmp_path / "report.md"
     from pyspark import SparkContext
 
