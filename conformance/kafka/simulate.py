@@ -73,6 +73,7 @@ from kreplica.impl.steps import (
     Tick,
     UncleanShutdown,
 )
+from kreplica.impl.steps import Step as ImplStep
 from kreplica.impl.variants import Variant
 
 PREFERRED_LEADER = BROKERS[0]
@@ -334,25 +335,22 @@ class KafkaSim:
 
     def crash(self, step: Step) -> None:
         """kill -9: the process dies (its page cache survives); its session expires later."""
-        broker = _broker(step)
-        if not self.cluster.is_alive(broker):
-            self.note(f"crash {broker}: already down")
-            return
-        self.cluster.apply(Crash(broker))
-        self.world.crashed.add(broker)
-        self.world.paused.discard(broker)
-        self._lose_session(broker)
-        self.sync_links()
+        self._stop(step, "crash", Crash)
 
     def power_loss(self, step: Step) -> None:
         """The host loses power: UncleanShutdown (every log keeps only what was flushed, i.e. up
         to its recovery point, as the real harness's filesystem keeps only what was fsynced);
-        otherwise a crash. A broker not running is noted and left alone (so is the real one)."""
+        otherwise a crash."""
+        self._stop(step, "power-loss", UncleanShutdown)
+
+    def _stop(self, step: Step, op: str, stop: Callable[[int], ImplStep]) -> None:
+        """Stop a running broker with `stop` (its session expires later); a broker not running
+        is noted and left alone (so is the real one)."""
         broker = _broker(step)
         if not self.cluster.is_alive(broker):
-            self.note(f"power-loss {broker}: already down")
+            self.note(f"{op} {broker}: already down")
             return
-        self.cluster.apply(UncleanShutdown(broker))
+        self.cluster.apply(stop(broker))
         self.world.crashed.add(broker)
         self.world.paused.discard(broker)
         self._lose_session(broker)
