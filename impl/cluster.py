@@ -249,7 +249,10 @@ class Cluster:
         if isinstance(step, Restart):
             return self._restart(step.broker)
         if isinstance(step, DetectFailure):
-            return self._send_all(CONTROLLER_ID, self.controller.on_broker_failure(step.broker))
+            if step.failover:
+                return self._send_all(CONTROLLER_ID, self.controller.on_failover(step.broker))
+            out = self.controller.on_broker_failure(step.broker, step.together)
+            return self._send_all(CONTROLLER_ID, out)
         if isinstance(step, Register):
             return self._send_all(CONTROLLER_ID, self.controller.on_broker_startup(step.broker))
         if isinstance(step, Elect):
@@ -447,10 +450,28 @@ class Cluster:
                     steps.append(Restart(b))
                 if b in self.controller.live_brokers:
                     steps.append(DetectFailure(b))
+            steps += self.failover_detections()
             for tp in self.partitions:
                 for b in self.assignment[tp]:
                     steps.append(Elect(tp, b))
         return steps
+
+    def failover_detections(self) -> list[Step]:
+        """A dead leader's session end as a new controller's failover handles it, or together
+        with the other dead brokers' (R22): where the controller can elect without them."""
+        live = self.controller.live_brokers
+        dead = [b for b in self.broker_ids if not self.is_alive(b) and b in live]
+        found: list[Step] = []
+        for tp in sorted(self.partitions):
+            leader = self.controller.leader_of(tp)
+            if leader not in dead:
+                continue
+            others = tuple(b for b in dead if b != leader)
+            if self.controller.can_elect_without(tp, {leader}):
+                found.append(DetectFailure(leader, failover=True))
+            if others and self.controller.can_elect_without(tp, set(dead)):
+                found.append(DetectFailure(leader, together=others))
+        return found
 
     def next_record(self, tp: TopicPartition, acks: int | None = None) -> Produce:
         """A Produce step with a fresh record id (consumes the id)."""

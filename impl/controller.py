@@ -136,6 +136,14 @@ class Controller:
         self._send_leader_and_isr(by_broker)
         return self._drain()
 
+    def can_elect_without(self, tp: TopicPartition, gone: set[int]) -> bool:
+        """The offline election would find tp a leader with `gone` out of the live set."""
+        reg = self.partitions[tp]
+        live = self.live_brokers - gone
+        if any(r in live for r in reg.isr):
+            return True
+        return self.variant.election == "unclean" and any(r in live for r in reg.replicas)
+
     def offline_partition_leader_election(self, tp: TopicPartition) -> bool:
         """Elect the first live ISR replica (unclean: first live replica); True if elected."""
         reg = self.partitions[tp]
@@ -149,16 +157,51 @@ class Controller:
             return True
         return False
 
-    def on_broker_failure(self, broker_id: int) -> list[Outgoing]:
-        """The broker's ZK session expired: re-elect its partitions and drop it from ISRs."""
+    def on_broker_failure(self, broker_id: int, together: Iterable[int] = ()) -> list[Outgoing]:
+        """The broker's ZK session expired: re-elect its partitions and drop it from ISRs.
+        Brokers `together` with it (one ZooKeeper watch, R22) leave the live set first, so
+        the one election skips them all and finds them out of the new ISR already; each
+        dead replica left in an ISR is then dropped, one epoch each."""
         if broker_id not in self.live_brokers:
             return []
+        others = sorted(set(together) & self.live_brokers - {broker_id})
         self.live_brokers.discard(broker_id)
+        self.live_brokers.difference_update(others)
+        changed = self._elect_for_dead_leader(broker_id)
+        for dead in (broker_id, *others):
+            changed |= self._remove_from_isr(dead)
+        self._propagate(changed, exclude=broker_id)
+        return self._drain()
+
+    def on_failover(self, broker_id: int) -> list[Outgoing]:
+        """A new controller (controller epoch + 1) finds broker_id gone: its replicas go
+        offline first, out of the ISR and the leader NoLeader where it led, in a new leader
+        epoch; then the offline partitions elect, in another (R22)."""
+        if broker_id not in self.live_brokers:
+            return []
+        self.controller_epoch += 1
+        self.live_brokers.discard(broker_id)
+        changed = self._remove_from_isr(broker_id)
+        for tp in sorted(self.partitions):
+            offline = self.partitions[tp].leader == NO_LEADER
+            if offline and self.offline_partition_leader_election(tp):
+                changed.add(tp)
+        self._propagate(changed, exclude=broker_id)
+        return self._drain()
+
+    def _elect_for_dead_leader(self, broker_id: int) -> set[TopicPartition]:
+        """Elect a new leader for each partition broker_id led; the partitions elected."""
         changed: set[TopicPartition] = set()
         for tp in sorted(self.partitions):
             reg = self.partitions[tp]
             if reg.leader == broker_id and self.offline_partition_leader_election(tp):
                 changed.add(tp)
+        return changed
+
+    def _remove_from_isr(self, broker_id: int) -> set[TopicPartition]:
+        """OfflineReplica: drop a dead broker from each ISR it is in (the last member stays;
+        a partition it led loses its leader), one epoch each; the partitions changed."""
+        changed: set[TopicPartition] = set()
         for tp in sorted(self.partitions):
             reg = self.partitions[tp]
             if broker_id not in reg.replicas or broker_id not in reg.isr:
@@ -167,8 +210,7 @@ class Controller:
             new_isr = reg.isr if len(reg.isr) == 1 else [r for r in reg.isr if r != broker_id]
             self._update(tp, new_leader, new_isr)
             changed.add(tp)
-        self._propagate(changed, exclude=broker_id)
-        return self._drain()
+        return changed
 
     def on_broker_startup(self, broker_id: int) -> list[Outgoing]:
         """A broker registered: send it the current state, then elect offline partitions."""

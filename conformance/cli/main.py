@@ -15,7 +15,7 @@ from kreplica.conformance.cli.demo import demo_command
 from kreplica.conformance.cli.explain import explain_command
 from kreplica.conformance.cli.fuzz import fuzz
 from kreplica.conformance.cli.kafka import kafka_group
-from kreplica.conformance.cli.kafka_compare import compare_command
+from kreplica.conformance.cli.kafka_compare import compare_command, predict_command
 from kreplica.conformance.cli.kafka_trace import convert_command, trace_command
 from kreplica.conformance.cli.mutate import mutate_command
 from kreplica.conformance.cli.replay import replay_command
@@ -77,6 +77,7 @@ main.add_command(explain_command)
 main.add_command(demo_command)
 main.add_command(mutate_command)
 kafka_group.add_command(compare_command)
+kafka_group.add_command(predict_command)
 kafka_group.add_command(trace_command)
 kafka_group.add_command(convert_command)
 main.add_command(kafka_group)

@@ -159,6 +159,14 @@ def _dead(c: Cluster, s: State) -> list[int]:
     return [b for b in c.broker_ids if b not in s["alive"]]
 
 
+def _detections(c: Cluster, s: State) -> list[Step]:
+    """The controller learns that a dead broker's session expired: alone; if it led, also as
+    a new controller's failover (offline, then elected) and together with the other dead
+    brokers (one election for all, R22), where those elect a leader."""
+    alone: list[Step] = [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]]
+    return alone + c.failover_detections()
+
+
 def _losable(c: Cluster, src: int, dst: int, index: int) -> bool:
     """A message the network may lose: any but an ISR change between a leader and the
     controller (isr=alter-partition), which Kafka 2.7's broker-to-controller channel resends
@@ -217,7 +225,7 @@ CHOICES: dict[str, Choices] = {
         if s["leaderEpoch"][b - 1] != NOT_HOSTED and s["hwCheckpoint"][b - 1] != s["hw"][b - 1]
     ],
     "restart": lambda c, s: [Restart(b) for b in _dead(c, s)],
-    "detect_failure": lambda c, s: [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]],
+    "detect_failure": lambda c, s: _detections(c, s),
     "elect": lambda c, s: [Elect(TP, b) for b in c.broker_ids],  # the dead too: refused
     "change_leader": _leader_changes,  # only in runs that plan leader changes: see choices()
     "delete_records": _deletions,

@@ -11,10 +11,14 @@ turned into KeyboardInterrupt by `errors.run_command`), leaving it kills every J
 (each in a process group of its own: SIGCONT, then SIGKILL to the group) and waits for them, so
 no JVM is left and no port stays bound. If the harness itself dies (kill -9), the kernel kills
 the JVMs: each is started with PR_SET_PDEATHSIG = SIGKILL (`tla.tlc.death_signal`, which also
-kills a JVM whose harness died between the fork and that request).
+kills a JVM whose harness died between the fork and that request); its iptables chain and its
+mounts are the reaper's (reaper.py). As root, entering also removes the port base's iptables
+chain if a run killed together with its reaper left it (once a reaper still at work on it is
+done): its cuts would keep the new brokers from ZooKeeper.
 
-Errors: `PortInUse` (exit 5) before anything starts; `StartTimeout` (exit 3) when a node is not
-ready in time; `NodeFailed` (exit 6) when a JVM exits on its own, with the last line of its log.
+Errors: `PortInUse` (exit 5) before anything starts, also when another live run's reaper guards
+the port base's chain; `StartTimeout` (exit 3) when a node is not ready in time; `NodeFailed`
+(exit 6) when a JVM exits on its own, with the last line of its log.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 
 from kreplica.conformance.errors import EXIT_TIMEOUT, KreplicaError
 from kreplica.conformance.kafka.install import Installation
+from kreplica.conformance.kafka.reaper import ChainBusy, chain_name, clear_stale_chain
 from kreplica.conformance.kafka.schedule import BROKERS, ZK
 from kreplica.conformance.tla.tlc import death_signal, interrupts_deferred
 
@@ -255,6 +260,18 @@ def check_ports_free(layout: Layout) -> None:
                 ) from None
 
 
+def clear_stale_rules(layout: Layout) -> None:
+    """As root with iptables and uids of the nodes' own: no chain of the port base is left
+    (PortInUse if another live run's reaper guards it)."""
+    iptables = shutil.which("iptables")
+    if layout.uid_base is None or os.geteuid() != 0 or iptables is None:
+        return
+    try:
+        clear_stale_chain(iptables, chain_name(layout.port_base))
+    except ChainBusy as err:
+        raise PortInUse(str(err)) from None
+
+
 def check_reachable(run_dir: Path) -> None:
     """KreplicaError unless other uids can reach the run directory (its ancestors searchable)."""
     for folder in (run_dir, *run_dir.parents):
@@ -303,9 +320,11 @@ class Cluster:
     _log: logging.Handler | None = None
 
     def __enter__(self) -> Cluster:
-        """Check the ports and write every node's config; nothing is started yet. The clients'
-        log lines (kazoo, kafka-python) go to harness.log in the run directory, not stderr."""
+        """Check the ports, remove a killed run's iptables chain, write every node's config;
+        nothing is started yet. The clients' log lines (kazoo, kafka-python) go to harness.log
+        in the run directory, not stderr."""
         check_ports_free(self.layout)
+        clear_stale_rules(self.layout)
         self._prepare()
         self._log = logging.FileHandler(self.layout.run_dir / "harness.log", encoding="utf-8")
         self._log.setFormatter(logging.Formatter(LOG_FORMAT))
@@ -462,6 +481,14 @@ class Cluster:
             return self._zk is not None and self._zk.exists(path) is not None
         except Exception:  # kazoo raises its own errors for a lost connection
             return False
+
+    def controller_broker(self) -> int | None:
+        """The broker ZooKeeper's /controller names (None: no controller now)."""
+        try:
+            data, _ = self._zk.get("/controller")
+            return int(json.loads(data.decode("utf-8"))["brokerid"])
+        except Exception:  # kazoo's errors for a missing node or a lost connection
+            return None
 
     def partition_state(self) -> PartitionState | None:
         """The partition's leader, epoch and ISR from ZooKeeper (None before the topic exists)."""

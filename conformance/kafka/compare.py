@@ -1,11 +1,19 @@
-"""One schedule in both worlds: kreplica's predicted outcome beside real Kafka's, and a campaign
-of schedules kept in a journal, one JSON line per schedule, so a crash loses no finished run
-and a second start picks up where the first stopped."""
+"""One schedule in both worlds: kreplica's predictions beside real Kafka's outcome, and a
+campaign of schedules kept in a journal, one JSON line per schedule, so a crash loses no
+finished run and a second start picks up where the first stopped.
+
+Two predictions stand beside each real outcome: the single, unjittered interleaving (kept in
+the journal, compared field by field: `differences`) and the set of outcomes the model allows
+(`predict.PredictedSet`, computed again from the schedule whenever a campaign is read, since it
+depends only on the schedule, the runs and the seed). A real run agrees when its outcome is in
+the set."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import statistics
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,6 +27,7 @@ from kreplica.conformance.kafka.outcome import (
     disagreements,
     outcome_from_json,
 )
+from kreplica.conformance.kafka.predict import PredictedSet, key_of, predict_set
 from kreplica.conformance.kafka.schedule import Schedule, ScheduleError, parse_schedule
 from kreplica.conformance.kafka.simulate import harness_timing, simulate
 
@@ -44,11 +53,23 @@ class Comparison:
     seconds: float
     """The real run's wall-clock time."""
     error: str = ""
+    predicted_set: PredictedSet | None = None
+    """The outcomes the model allows (not journalled: computed from the schedule)."""
+
+    @property
+    def agree_single(self) -> bool:
+        """The real run finished and matches the single prediction on every compared field."""
+        return self.real is not None and not self.differences
 
     @property
     def agree(self) -> bool:
-        """The real run finished and matches the prediction on every compared field."""
-        return self.real is not None and not self.differences
+        """The real run finished and its outcome is in the predicted set (without a set: the
+        single prediction's agreement)."""
+        if self.real is None:
+            return False
+        if self.predicted_set is None:
+            return self.agree_single
+        return self.predicted_set.allows(self.real)
 
     def to_json(self) -> dict[str, Any]:
         """One journal line."""
@@ -118,14 +139,24 @@ def append_journal(path: Path, comparison: Comparison) -> None:
         raise file_error("write", path, err) from None
 
 
+@dataclass(frozen=True)
+class SetPlan:
+    """How predicted sets are made: jittered runs per schedule and the seed (runs 0: none)."""
+
+    runs: int
+    seed: int = 0
+
+
 def campaign(
     schedules: Iterable[Schedule],
     run_real: RunReal,
     journal: Path,
     on_done: Callable[[Comparison, bool], None] | None = None,
+    sets: SetPlan | None = None,
 ) -> list[Comparison]:
     """Compare each schedule not already in the journal (by name), appending each result;
-    every schedule's comparison, in order. `on_done(comparison, resumed)` after each one."""
+    every schedule's comparison, in order, each with its predicted set if `sets` asks for
+    one. `on_done(comparison, resumed)` after each one."""
     done = {c.schedule.name: c for c in read_journal(journal)}
     results: list[Comparison] = []
     for schedule in schedules:
@@ -135,6 +166,9 @@ def campaign(
         else:
             result = compare(schedule, run_real)
             append_journal(journal, result)
+        if sets is not None and sets.runs > 0:
+            allowed = predict_set(schedule, sets.runs, sets.seed)
+            result = dataclasses.replace(result, predicted_set=allowed)
         results.append(result)
         if on_done is not None:
             on_done(result, resumed)
@@ -156,21 +190,26 @@ def _cell(outcome: Outcome | None) -> list[str]:
 
 
 def markdown_table(comparisons: Iterable[Comparison]) -> str:
-    """The outcome table: each schedule, kreplica's prediction, real Kafka's, and agreement."""
+    """The outcome table: each schedule, kreplica's single prediction, real Kafka's outcome,
+    whether they agree, and the predicted set's size and whether it holds the real outcome."""
     head = (
         "| schedule | acks | kreplica: acked lost | diverged | HW | ISR | epoch "
-        "| kafka: acked lost | diverged | HW | ISR | epoch | agree |"
+        "| kafka: acked lost | diverged | HW | ISR | epoch | single agrees | set size | in set |"
     )
-    rows = [head, "|" + "---|" * 13]
+    rows = [head, "|" + "---|" * 15]
     for c in comparisons:
-        verdict = "yes" if c.agree else ("error: " + c.error if c.error else "**no**")
+        single = "yes" if c.agree_single else ("error: " + c.error if c.error else "**no**")
+        size, inside = "-", "-"
+        if c.predicted_set is not None:
+            size = str(len(c.predicted_set.outcomes))
+            inside = "-" if c.real is None else ("yes" if c.agree else "**no**")
         cells = [c.schedule.name, str(c.schedule.acks), *_cell(c.predicted), *_cell(c.real)]
-        rows.append("| " + " | ".join([*cells, verdict]) + " |")
+        rows.append("| " + " | ".join([*cells, single, size, inside]) + " |")
     return "\n".join(rows) + "\n"
 
 
 def agreement(comparisons: list[Comparison]) -> tuple[int, int, int]:
-    """(agree, disagree, failed real runs)."""
+    """(agree, disagree, failed real runs): agreement by the predicted set where there is one."""
     agree = sum(c.agree for c in comparisons)
     failed = sum(c.real is None for c in comparisons)
     return agree, len(comparisons) - agree - failed, failed
@@ -186,13 +225,47 @@ def field_agreement(comparisons: list[Comparison]) -> dict[str, tuple[int, int]]
 
 
 def agreement_lines(comparisons: list[Comparison]) -> list[str]:
-    """The agreement rate, in all and per field, as lines of text."""
-    agree, differ, failed = agreement(comparisons)
+    """The agreement rates (by the set, and by the single prediction, in all and per field)
+    and the sets' sizes and costs, as lines of text."""
     total = len(comparisons)
-    lines = [
-        f"{total} schedules: {agree} agree on every field, {differ} differ, {failed} failed "
-        f"({100 * agree / total:.0f}% agreement)"
-    ]
+    ran = [c for c in comparisons if c.real is not None]
+    single = sum(c.agree_single for c in comparisons)
+    lines: list[str] = []
+    sets = [c.predicted_set for c in comparisons if c.predicted_set is not None]
+    if sets:
+        inside = sum(c.agree for c in ran)
+        sizes = sorted(len(s.outcomes) for s in sets)
+        costs = sorted(s.seconds for s in sets)
+        lines += [
+            f"{total} schedules, {len(ran)} run on both: {inside} real outcomes in the predicted "
+            f"set ({_percent(inside, len(ran))}), {len(ran) - inside} outside, "
+            f"{total - len(ran)} failed",
+            f"set size: median {statistics.median(sizes):g}, largest {sizes[-1]}, "
+            f"one outcome in {sum(s == 1 for s in sizes)} of {len(sizes)} "
+            f"({_percent(sum(s == 1 for s in sizes), len(sizes))}); "
+            f"{sets[0].runs} jittered runs each, seed {sets[0].seed}; "
+            f"{sum(s.late > 0 for s in sets)} sets still grew in their second half",
+            f"time to predict a set: median {statistics.median(costs):.2f} s, "
+            f"worst {costs[-1]:.2f} s",
+        ]
+    lines.append(
+        f"single interleaving: {single} of {len(ran)} agree on every field "
+        f"({_percent(single, len(ran))})"
+    )
+    if sets:
+        today = sum(
+            c.predicted_set is not None and key_of(c.real) == c.predicted_set.single
+            for c in ran
+            if c.real is not None
+        )
+        lines[-1] += (
+            f" as journalled; {today} of {len(ran)} ({_percent(today, len(ran))}) by today's "
+            "single prediction"
+        )
     per_field = field_agreement(comparisons)
     lines.append("per field: " + ", ".join(f"{name} {a}/{n}" for name, (a, n) in per_field.items()))
     return lines
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"

@@ -140,6 +140,22 @@ def named_schedules() -> list[Schedule]:
             "epochs (Kafka 2.6.3) it keeps its log and nothing is lost, with HW truncation "
             "(pre-KIP-101) it truncates an acknowledged record",
         ),
+        Schedule(
+            "controller-crash",
+            (
+                _produce(5),
+                Step("crash-controller"),
+                _produce(5),
+                _plain_wait("leader"),
+                _produce(2),
+            ),
+            acks=-1,
+            min_insync_replicas=2,
+            notes="acks=-1, min ISR 2, clean election; the controller's broker (any of the "
+            "three) is killed and stays down: its successor fails over (on the leader: the "
+            "leader offline, then an election, two epochs; on a follower: one ISR removal) "
+            "and no acknowledged record is lost",
+        ),
     ]
 
 

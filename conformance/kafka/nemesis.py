@@ -10,15 +10,20 @@ broker cut from ZooKeeper needs one rule. The harness's own clients run as root 
 
 The rules live in a chain of their own, `KREPLICA-<port base>`, jumped to from OUTPUT; `heal`
 flushes it (removing exactly the rules added), and leaving the `Network` context removes the
-chain and the jump. A harness killed with -9 leaves the chain behind: the next run on the same
-port base flushes it before it starts (`iptables -S` shows it meanwhile).
+chain and the jump. Before it creates the chain, entering registers it with the harness's reaper
+(reaper.py), which removes it and its jump if the harness is killed with -9, and holds the
+chain's lock meanwhile (a reaper of a killed run on the same port base finishes first). A chain
+left by a run killed together with its reaper is removed before the next cluster on its port base
+starts (cluster.py), so that a left-over cut cannot keep its brokers from ZooKeeper.
 
 Power loss (`PowerDisks`): each broker's log directory is a mount of the power-loss filesystem
 (powerloss.py) over `broker-N/disk/`; a power loss kills the broker, drops every write its
-directory had not fsynced, and remounts (which also empties the kernel's cache of the mount).
-Leaving the `PowerDisks` context syncs and unmounts every directory (after the JVMs are gone),
-so the run directory keeps what the brokers wrote; a harness killed with -9 leaves no mount
-either: each filesystem's process unmounts when its parent dies.
+directory had not fsynced, and remounts (which also empties the kernel's cache of the mount). A
+power loss of a broker whose log directory is not (or no longer) on the filesystem is refused
+with PowerLossError (exit 4): it could not drop anything. Leaving the `PowerDisks` context syncs
+and unmounts every directory (after the JVMs are gone), so the run directory keeps what the
+brokers wrote; a harness killed with -9 leaves no mount and no filesystem process either: each
+unmounts when its parent dies, and the reaper unmounts and kills what is left.
 """
 
 from __future__ import annotations
@@ -29,8 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from kreplica.conformance.kafka.cluster import NODES, Layout, Node, NodeFailed
-from kreplica.conformance.kafka.powerloss import Pending, PowerLossFS, find_fusermount, mount
+from kreplica.conformance.kafka.cluster import NODES, Layout, Node, NodeFailed, PortInUse
+from kreplica.conformance.kafka.powerloss import (
+    Pending,
+    PowerLossError,
+    PowerLossFS,
+    find_fusermount,
+    mount,
+)
+from kreplica.conformance.kafka.reaper import ChainBusy, Reaper, chain_name, reaper, remove_chain
 from kreplica.conformance.kafka.schedule import BROKERS, ZK
 
 
@@ -62,20 +74,32 @@ class Network:
     layout: Layout
     iptables: Path
     rules: list[list[str]] = field(default_factory=list)
+    reaper: Reaper | None = None
+    """The harness's reaper, guarding the chain from `__enter__` until `__exit__` removed it."""
 
     @property
     def chain(self) -> str:
         """This run's chain (one per port base, so runs on other ports are not touched)."""
-        return f"KREPLICA-{self.layout.port_base}"
+        return chain_name(self.layout.port_base)
 
     def __enter__(self) -> Network:
-        """Create the chain (flushing one a killed run left) and jump to it from OUTPUT."""
-        if self._run("-n", "-L", self.chain, check=False) == 0:
-            self._run("-F", self.chain)
-        else:
-            self._run("-N", self.chain)
-        if self._run("-C", "OUTPUT", "-j", self.chain, check=False) != 0:
-            self._run("-I", "OUTPUT", "1", "-j", self.chain)
+        """Register the chain with the reaper (PortInUse, exit 5, if another live run's reaper
+        guards it), create it (flushing one a killed run left), jump to it from OUTPUT."""
+        self.reaper = reaper()
+        try:
+            self.reaper.guard_chain(self.chain, self.iptables)
+        except ChainBusy as err:
+            raise PortInUse(str(err)) from None
+        try:
+            if self._run("-S", self.chain, check=False) == 0:
+                self._run("-F", self.chain)
+            else:
+                self._run("-N", self.chain)
+            if self._run("-C", "OUTPUT", "-j", self.chain, check=False) != 0:
+                self._run("-I", "OUTPUT", "1", "-j", self.chain)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(
@@ -84,11 +108,11 @@ class Network:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Remove every rule, the jump and the chain."""
-        self._run("-F", self.chain, check=False)
-        while self._run("-D", "OUTPUT", "-j", self.chain, check=False) == 0:
-            pass
-        self._run("-X", self.chain, check=False)
+        """Remove every rule, the jump and the chain; then the reaper lets the chain be (if
+        something stayed, the reaper removes it when the harness exits)."""
+        self.rules.clear()
+        if not remove_chain(self.iptables, self.chain) and self.reaper is not None:
+            self.reaper.forget("chain", self.chain)
 
     def partition(self, groups: tuple[tuple[Node, ...], ...]) -> list[tuple[Node, Node]]:
         """Replace the current partition: nodes in different groups cannot talk. The cut links."""
@@ -165,11 +189,24 @@ class PowerDisks:
 
     def power_loss(self, broker: int) -> Pending:
         """Drop every write the broker's log directory has not fsynced, and remount it (the
-        broker must not be running). What was dropped."""
+        broker must not be running). What was dropped; PowerLossError (exit 4) if the directory
+        is not on the filesystem (then nothing was dropped)."""
+        self.check_on_filesystem(broker)
         lost = self.mounts[broker].lose_unsynced()
         self.mounts.pop(broker).unmount()
         self._mount(broker)
         return lost
+
+    def check_on_filesystem(self, broker: int) -> None:
+        """PowerLossError (one line) unless the broker's log directory is a mount of the
+        power-loss filesystem whose process runs."""
+        disk = self.mounts.get(broker)
+        if disk is None or not disk.serves():
+            where = self.layout.data_dir(broker)
+            raise PowerLossError(
+                f"power loss of broker {broker}: its log directory {where} is not on the "
+                "power-loss filesystem (not mounted there, or its process has exited)"
+            )
 
     def _mount(self, broker: int) -> None:
         log = self.layout.directory(broker) / "powerloss.log"

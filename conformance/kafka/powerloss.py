@@ -12,8 +12,12 @@ last fsync left it), `sync_all()` (every file as if fsynced), `pending()`, `unmo
 `mount` raises `FuseMissing` (exit 4) when fusermount3, libfuse3 or /dev/fuse is missing and
 `PowerLossError` (exit 4) when the mount fails otherwise; after either, nothing is mounted and no
 process is left. Nothing outlives the handle: `unmount` ends the process (SIGKILL after
-`STOP_TIMEOUT_S`) and lazily unmounts a mount it left behind; the process unmounts and exits when
-its parent dies (stdin reaches EOF, and PR_SET_PDEATHSIG sends SIGTERM) or on SIGTERM/SIGINT/SIGHUP.
+`STOP_TIMEOUT_S`) and lazily unmounts a mount it left behind; the process, in a session of its own
+(Ctrl-C reaches the harness, which syncs and unmounts), unmounts and exits when its parent dies
+(stdin reaches EOF, and PR_SET_PDEATHSIG sends SIGTERM) or on SIGTERM/SIGINT/SIGHUP. Nothing
+outlives the harness either, even when the process is killed with it (reaper.py): the mountpoint
+is registered with the harness's reaper before the process starts and the process as soon as it
+has, so a harness killed with -9 leaves neither a mount (a dead one included) nor the process.
 
 What is modelled (the filesystem's state is the backing directory plus, per inode, the writes
 since its last fsync, held in memory as 4 KiB pages):
@@ -59,6 +63,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from kreplica.conformance.kafka.install import EnvironmentProblem
+from kreplica.conformance.kafka.reaper import Reaper, detach_mount, fuse_mounts, reaper
 from kreplica.conformance.tla.tlc import interrupts_deferred
 
 PAGE = 4096
@@ -112,17 +117,6 @@ def is_mounted(mountpoint: Path) -> bool:
     return str(Path(mountpoint).resolve()) in fuse_mounts()
 
 
-def fuse_mounts() -> list[str]:
-    """The mount points of every FUSE filesystem (fuse, fuse.*) this machine has mounted."""
-    points = []
-    with open("/proc/self/mountinfo", encoding="utf-8") as table:
-        for line in table:
-            before, _, after = line.partition(" - ")
-            if after.split(" ", 1)[0].split(".")[0] == "fuse":
-                points.append(before.split(" ")[4].replace("\\040", " "))
-    return points
-
-
 def mount(
     backing: Path,
     mountpoint: Path,
@@ -136,7 +130,8 @@ def mount(
     directories; the mountpoint empty) and return once it answers.
 
     `log`: where the process's stderr goes (default: /dev/null); `env`: its environment
-    (default: this one's). Raises FuseMissing or PowerLossError; then nothing is mounted."""
+    (default: this one's). Raises FuseMissing or PowerLossError (ReaperError, exit 4, if the
+    harness's reaper cannot be started); then nothing is mounted and no process is left."""
     tool = find_fusermount(fusermount)
     backing, mountpoint = Path(backing).resolve(), Path(mountpoint).resolve()
     for where in (backing, mountpoint):
@@ -144,24 +139,18 @@ def mount(
             raise PowerLossError(f"cannot mount the power-loss filesystem: {where} is no directory")
     if is_mounted(mountpoint):
         raise PowerLossError(f"cannot mount the power-loss filesystem: {mountpoint} is mounted")
-    stderr: IO[bytes] | int = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    guard = reaper()
+    guard.guard_mount(mountpoint, tool)
     try:
-        with interrupts_deferred():  # a preexec_fn forks with Python's at-fork handlers
-            process = subprocess.Popen(
-                [sys.executable, "-c", _SERVE, str(backing), str(mountpoint), str(tool)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                env=env,
-                preexec_fn=_term_with_parent(),
-            )
-    finally:
-        if not isinstance(stderr, int):
-            stderr.close()
-    handle = PowerLossFS(backing, mountpoint, tool, process, log)
+        process = _start_daemon(backing, mountpoint, tool, log, env)
+    except BaseException:
+        guard.forget("mount", mountpoint)
+        raise
+    handle = PowerLossFS(backing, mountpoint, tool, process, log, guard)
     try:
+        guard.guard_process(process.pid)
         line = handle._read_line(timeout_s)
-    except PowerLossError:
+    except BaseException:
         handle.unmount()
         raise
     if line != "ready":
@@ -174,6 +163,27 @@ def mount(
     return handle
 
 
+def _start_daemon(
+    backing: Path, mountpoint: Path, tool: Path, log: Path | None, env: dict[str, str] | None
+) -> subprocess.Popen[bytes]:
+    """The filesystem's process, in a session of its own, talking over its stdin and stdout."""
+    stderr: IO[bytes] | int = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        with interrupts_deferred():  # a preexec_fn forks with Python's at-fork handlers
+            return subprocess.Popen(
+                [sys.executable, "-c", _SERVE, str(backing), str(mountpoint), str(tool)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_term_with_parent(),
+            )
+    finally:
+        if not isinstance(stderr, int):
+            stderr.close()
+
+
 @dataclass
 class PowerLossFS:
     """A mounted power-loss filesystem, served by its own process (`process.pid`)."""
@@ -183,6 +193,8 @@ class PowerLossFS:
     fusermount: Path
     process: subprocess.Popen[bytes]
     log: Path | None = None
+    reaper: Reaper | None = None
+    """The harness's reaper, which holds the mountpoint and the process until `unmount`."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def lose_unsynced(self) -> Pending:
@@ -197,9 +209,14 @@ class PowerLossFS:
         """What a loss would drop now."""
         return self._command("pending")
 
+    def serves(self) -> bool:
+        """Whether the filesystem is mounted at the mountpoint and its process runs."""
+        return self.process.poll() is None and is_mounted(self.mountpoint)
+
     def unmount(self, sync: bool = False) -> None:
         """Unmount and end the process (`sync`: apply pending writes first, else they are lost);
-        afterwards nothing is mounted at the mountpoint and the process is reaped. Idempotent."""
+        afterwards nothing is mounted at the mountpoint and the process is reaped, and the
+        reaper lets both be. Idempotent."""
         with self._lock:
             if self.process.poll() is None:
                 try:
@@ -213,12 +230,11 @@ class PowerLossFS:
             for pipe in (self.process.stdin, self.process.stdout):
                 if pipe is not None:
                     pipe.close()
-            if is_mounted(self.mountpoint):  # the process was killed: a dead mount is left
-                subprocess.run(
-                    [str(self.fusermount), "-u", "-z", str(self.mountpoint)],
-                    capture_output=True,
-                    check=False,
-                )
+            gone = detach_mount(self.fusermount, self.mountpoint)  # a killed process's dead one
+            if self.reaper is not None:
+                self.reaper.forget("process", self.process.pid)
+                if gone:
+                    self.reaper.forget("mount", self.mountpoint)
 
     def __enter__(self) -> PowerLossFS:
         return self

@@ -299,6 +299,15 @@ class _Runner:
         self._mark("crash", broker)
         return "killed (SIGKILL)"
 
+    def _crash_controller(self, step: Step) -> str:
+        broker = self.cluster.controller_broker()
+        if broker is None or not self.cluster.alive(broker):
+            return self._note(step, "no running controller: nothing to kill")
+        self.cluster.crash(broker)
+        self._mark("crash", broker)
+        self.notes.append(f"{step}: the controller ran on broker {broker}")
+        return f"killed broker {broker}, the controller's (SIGKILL)"
+
     def _power_loss(self, step: Step) -> str:
         broker = self._broker(step)
         if not self.cluster.alive(broker):  # as the simulator: its host went down with it

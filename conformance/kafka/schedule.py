@@ -17,6 +17,8 @@ actions (processes, iptables rules, admin requests; or simulator steps). The ops
     produce   {count, acks?}           produce `count` fresh records, one request each (acks:
                                         the schedule's default); every acknowledgement counts
     crash     {broker}                 kill -9 (the page cache survives)
+    crash-controller {}                kill -9 the broker the controller runs on now (read
+                                        from ZooKeeper's /controller; any of the three)
     power-loss {broker}                the broker's host loses power: kill -9, and its log
                                         directory loses every write not yet fsynced (restart it
                                         with `restart`); docs/power-loss.md
@@ -51,6 +53,7 @@ ZK = "zk"
 OPS: dict[str, tuple[str, ...]] = {
     "produce": ("count",),
     "crash": ("broker",),
+    "crash-controller": (),
     "power-loss": ("broker",),
     "restart": ("broker",),
     "shutdown": ("broker",),

@@ -8,17 +8,18 @@ SCHEDULE.json` prints it as JSON.
 
 The world being modelled (the real harness: ZooKeeper and brokers 1, 2, 3 on loopback):
 
-* The controller lives with ZooKeeper: "zk" in a partition's groups is the simulator's controller
-  node, and a broker cut from it cannot renew its ZooKeeper session. The client (the harness's
-  producer) reaches every broker that runs and is not paused; partitions cut brokers and ZooKeeper
-  only.
+* The controller runs on a broker and fails over as Kafka 2.6's does (`seat.py`); "zk" in a
+  partition's groups is ZooKeeper, and a broker cut from it cannot renew its session. The client
+  (the harness's producer) reaches every broker that runs and is not paused; partitions cut
+  brokers and ZooKeeper only.
 * ZooKeeper sessions: a broker that is killed, paused or cut from "zk" stops heart-beating; its
   session expires `Timing.session_timeout_ms` later, and only then does the controller act
-  (`DetectFailure`). The process of a paused or cut-off broker keeps its state and, once it can
-  talk again, opens a new session (`Register`), upon which the controller sends it the current
-  leader and ISR. Until then it serves as it believes: an isolated leader still accepts acks=1
-  writes, and its acks=-1 writes wait for followers that no longer fetch from it until they time
-  out. A broker cut from ZooKeeper cannot write an ISR change, so its ISR task does not run.
+  (`DetectFailure`; sessions that expire together are one event). The process of a paused or
+  cut-off broker keeps its state and, once it can talk again, opens a new session
+  (`Register`), upon which the controller sends it the current leader and ISR. Until then it
+  serves as it believes: an isolated leader still accepts acks=1 writes, and its acks=-1 writes
+  wait for followers that no longer fetch from it until they time out. A broker cut from
+  ZooKeeper cannot write an ISR change, so its ISR task does not run.
 * Real time: every step acts at once, then a nemesis step (crash, restart, shutdown, pause,
   resume, partition, heal, elect) takes `Timing.nemesis_ms` while the cluster runs; a produce or a
   wait takes as long as it takes. While time passes, messages are delivered, fetchers run, delayed
@@ -29,6 +30,11 @@ The world being modelled (the real harness: ZooKeeper and brokers 1, 2, 3 on loo
   error, no answer within request.timeout.ms, or a refused connection (the broker is down) makes it
   refresh its metadata (the controller's leader) and retry after retry.backoff.ms, until
   delivery.timeout.ms. Only an answer without error, received in time, counts as acknowledged.
+
+* What a real run leaves to chance (message latency, the ISR task's phase, session expiry in
+  ZooKeeper's ticks, the first controller, failover time, the harness's own latency, the order
+  of concurrent work) the simulator asks of a `jitter.Fixed` (the single prediction) or a
+  `jitter.Jitter(seed)` (one of many; `predict.py` collects their outcomes).
 
 Values are the producer's sequence numbers 0, 1, 2, ... in send order; every attempt of a value
 is a fresh simulator record id mapped back to that value, so a retried value may sit in a log
@@ -48,8 +54,10 @@ from pathlib import Path
 import click
 
 from kreplica.conformance.errors import run_command
+from kreplica.conformance.kafka.jitter import Fixed
 from kreplica.conformance.kafka.outcome import Outcome, ReplicaState
 from kreplica.conformance.kafka.schedule import BROKERS, ZK, Schedule, Step, load_schedule
+from kreplica.conformance.kafka.seat import ControllerSeat
 from kreplica.impl.client import CLIENT_ID
 from kreplica.impl.cluster import START_TIME_MS
 from kreplica.impl.config import BrokerConfig
@@ -59,7 +67,6 @@ from kreplica.impl.steps import (
     CheckpointHighWatermarks,
     Crash,
     Deliver,
-    DetectFailure,
     DoWork,
     Drop,
     Elect,
@@ -67,7 +74,6 @@ from kreplica.impl.steps import (
     Heal,
     Isolate,
     Produce,
-    Register,
     Restart,
     ShrinkIsr,
     Tick,
@@ -80,7 +86,15 @@ PREFERRED_LEADER = BROKERS[0]
 """The topic's preferred replica (the first of the assignment), the first leader."""
 
 NODES = (CONTROLLER_ID, *BROKERS)
-"""The nodes a partition separates: ZooKeeper with the controller, and the brokers."""
+"""The nodes a partition separates: ZooKeeper (the controller's node id), and the brokers."""
+
+SHUTDOWN_KILL_MS = 30_000
+"""How long the real harness waits for a SIGTERM'd broker to exit before it kills it."""
+
+ELECT_WAIT_MS = 25_000
+"""How long an elect step asks again while no controller answers: real.ELECT_RETRY_S, and the
+last attempt's own time-out (measured: 20 to 30 s)."""
+
 
 
 @dataclass(frozen=True)
@@ -138,11 +152,18 @@ class _World:
 class KafkaSim:
     """A schedule's run on the simulator: one method per schedule op (see the module docstring)."""
 
+    brokers = BROKERS
+
     def __init__(
-        self, schedule: Schedule, variant: Variant | None = None, timing: Timing | None = None
+        self,
+        schedule: Schedule,
+        variant: Variant | None = None,
+        timing: Timing | None = None,
+        jitter: Fixed | None = None,
     ) -> None:
         self.schedule = schedule
         self.timing = timing or Timing()
+        self.jitter = jitter or Fixed()
         base = variant or Variant()
         self.scenario = Scenario(
             brokers=len(BROKERS),
@@ -160,10 +181,21 @@ class KafkaSim:
         )
         self.cluster = self.scenario.cluster
         self.world = _World(acked={schedule.acks: []})
-        self._isr_task_due = self.now + self.timing.replica_lag_time_max_ms // 2
+        period = self.timing.replica_lag_time_max_ms // 2
+        self._isr_task_due = {
+            b: self.now + period - self.jitter.isr_task_phase_ms(period) for b in BROKERS
+        }
+        self.seat = ControllerSeat(self.jitter.first_controller(BROKERS))
+        self._arrivals: dict[int, tuple[object, int]] = {}
+        """id(message) -> (the message, when it arrives): the jitter's latency."""
+        self._first_send = {b: self.now + self.jitter.startup_lag_ms() for b in BROKERS}
+        """When each broker's first request may leave (the followers' start-up lag)."""
+        self._reconnect_at: dict[int, int] = {}
+        """Broker -> when its ZooKeeper client opens a new session (its old one expired)."""
         self._ops: dict[str, Callable[[Step], None]] = {
             "produce": self.produce,
             "crash": self.crash,
+            "crash-controller": self.crash_controller,
             "power-loss": self.power_loss,
             "restart": self.restart,
             "shutdown": self.shutdown,
@@ -192,9 +224,22 @@ class KafkaSim:
 
     def zk_connected(self, broker: int) -> bool:
         """The broker runs, is not paused and can reach ZooKeeper."""
-        return self.running(broker) and self._reachable(broker, CONTROLLER_ID)
+        return self.running(broker) and self.reachable(broker, CONTROLLER_ID)
 
-    def _reachable(self, a: int, b: int) -> bool:
+    def holds_session(self, broker: int) -> bool:
+        """The broker runs, reaches ZooKeeper and has a session there (not one that expired
+        and is not yet opened again): it may become the controller."""
+        if not self.zk_connected(broker) or broker in self._reconnect_at:
+            return False
+        if broker in self.seat.registering:
+            return True
+        return broker in self.cluster.controller.live_brokers and broker not in self.seat.expired
+
+    def electable_without(self, gone: set[int]) -> bool:
+        """The controller's offline election finds a leader with `gone` dead (R22)."""
+        return self.cluster.controller.can_elect_without(self.scenario.tp, gone)
+
+    def reachable(self, a: int, b: int) -> bool:
         """No partition group separates nodes a and b."""
         groups = self.world.groups
         return not groups or any(a in g and b in g for g in groups)
@@ -206,7 +251,7 @@ class KafkaSim:
         for step in self.schedule.steps:
             self._ops[step.op](step)
             if step.op not in ("produce", "wait"):
-                self.advance(self.timing.nemesis_ms)
+                self.advance(self.jitter.nemesis_ms(step.op, self.timing.nemesis_ms))
         self.settle_at_end()
         return self.outcome()
 
@@ -221,17 +266,59 @@ class KafkaSim:
         cluster = self.cluster
         while True:
             progressed = False
-            for src, dst in cluster.network.deliverable_links():
-                cluster.apply(Deliver(src, dst))
-                progressed = True
-            for b in BROKERS:
+            for src, dst in self.jitter.order(cluster.network.deliverable_links()):
+                if self._arrived(src, dst):
+                    cluster.apply(Deliver(src, dst))
+                    progressed = True
+            for b in self.jitter.order(BROKERS):
                 if b in self.world.paused:
                     continue
                 for source in cluster.brokers[b].workable_fetchers():
                     cluster.apply(DoWork(b, source))
                     progressed = True
-            if not progressed:
+            if not progressed and not self._answers_through_cut():
                 return
+
+    def _answers_through_cut(self) -> bool:
+        """Deliver the answers a cut holds back; True if one was delivered. The real harness's
+        rules drop what one node sends to another's listening port (nemesis.py), so an answer
+        to a request that arrived before the cut (a parked fetch, completed by a later append)
+        still arrives; the requests after it do not."""
+        network = self.cluster.network
+        delivered = False
+        for src, dst in sorted(network.blocked):
+            if src in self.world.paused or dst in self.world.paused:
+                continue
+            head = network.peek((src, dst))
+            answer = head is not None and type(head.payload).__name__.endswith("Response")
+            if not answer or not self._arrived(src, dst):
+                continue
+            network.blocked.discard((src, dst))
+            try:
+                self.cluster.apply(Deliver(src, dst))
+            finally:
+                network.blocked.add((src, dst))
+            delivered = True
+        return delivered
+
+    def _arrived(self, src: int, dst: int) -> bool:
+        """The message at the head of the link has taken its latency (none, unjittered)."""
+        head = self.cluster.network.peek((src, dst))
+        seen = self._arrivals.get(id(head))
+        if seen is None or seen[0] is not head:
+            at = max(self.now + self.jitter.latency_ms(), self._first_send.get(src, 0))
+            seen = (head, at)
+            self._arrivals[id(head)] = seen
+        if seen[1] > self.now:
+            return False
+        del self._arrivals[id(head)]
+        return True
+
+    def _next_arrival_ms(self) -> list[int]:
+        """When the messages now at the heads of their links arrive (the others forgotten)."""
+        heads = {id(self.cluster.network.peek(link)) for link in self.cluster.network.links()}
+        self._arrivals = {k: v for k, v in self._arrivals.items() if k in heads}
+        return [at for _, at in self._arrivals.values() if at > self.now]
 
     def advance_until(self, done: Callable[[], bool], until_ms: int) -> bool:
         """Let real time pass until done() holds (True) or the clock reaches until_ms (False)."""
@@ -250,7 +337,16 @@ class KafkaSim:
 
     def _next_event_ms(self, until_ms: int) -> int:
         """The earliest time something happens: a broker timer, a session expiry, the ISR task."""
-        times = [until_ms, self._isr_task_due, *self.world.expiries.values()]
+        times = [
+            until_ms,
+            *self._isr_task_due.values(),
+            *self.world.expiries.values(),
+            *self._next_arrival_ms(),
+            *(at for at in self._reconnect_at.values() if at > self.now),
+        ]
+        failover = self.seat.next_event_ms(self)
+        if failover is not None:
+            times.append(failover)
         for b in BROKERS:
             if self.running(b):
                 wake = self.cluster.brokers[b].next_timer_ms()
@@ -259,35 +355,53 @@ class KafkaSim:
         return min(times)
 
     def _fire_timers(self) -> None:
-        """Run the ISR task when it is due (R12), then expire due ZooKeeper sessions."""
+        """Run each broker's ISR task when it is due (R12), expire due ZooKeeper sessions (at
+        once: one watch), and let the controller do what it can."""
         # At the same instant the ISR task goes first: ZooKeeper expires sessions in ticks, at or
         # after the nominal timeout, so a leader's shrink due then has usually been written.
-        if self.now >= self._isr_task_due:
-            self._isr_task_due = self.now + self.timing.replica_lag_time_max_ms // 2
-            for b in BROKERS:
+        for b in BROKERS:
+            if self.now >= self._isr_task_due[b]:
+                self._isr_task_due[b] = self.now + self.timing.replica_lag_time_max_ms // 2
                 if self.zk_connected(b):
                     self.cluster.apply(ShrinkIsr(b))
-        for broker, at in sorted(self.world.expiries.items(), key=lambda item: (item[1], item[0])):
-            if at <= self.now:
-                del self.world.expiries[broker]
-                self._session_expired(broker)
-
-    def _session_expired(self, broker: int) -> None:
-        """The controller sees the broker's session expire and drops its channel to it."""
-        self.cluster.apply(DetectFailure(broker))
-        while self.cluster.network.peek((CONTROLLER_ID, broker)) is not None:
-            self.cluster.apply(Drop(CONTROLLER_ID, broker))
+        due = sorted(b for b, at in self.world.expiries.items() if at <= self.now)
+        for b in due:
+            del self.world.expiries[b]
+        if due:
+            self.seat.sessions_expired(self, due)
+        self._fire_reconnects()
+        self.seat.work(self)
 
     def _lose_session(self, broker: int) -> None:
-        """The broker stopped heart-beating now: its session expires one timeout later."""
-        if broker in self.cluster.controller.live_brokers and broker not in self.world.expiries:
-            self.world.expiries[broker] = self.now + self.timing.session_timeout_ms
+        """The broker stopped heart-beating now: its session expires one timeout later (at
+        ZooKeeper's next tick, as the jitter says)."""
+        if (
+            broker in self.cluster.controller.live_brokers
+            and broker not in self.world.expiries
+            and broker not in self.seat.expired
+        ):
+            timeout = self.timing.session_timeout_ms
+            self.world.expiries[broker] = self.jitter.expiry_ms(self.now, timeout)
+        self._reconnect_at.pop(broker, None)
 
     def _reconnect(self, broker: int) -> None:
-        """A running broker reaches ZooKeeper again: keep its session, or open a new one."""
+        """A running broker reaches ZooKeeper again: keep its session, or open a new one once
+        its ZooKeeper client retries (as the jitter says)."""
         self.world.expiries.pop(broker, None)
-        if broker not in self.cluster.controller.live_brokers:
-            self.cluster.apply(Register(broker))
+        if broker in self.cluster.controller.live_brokers and broker not in self.seat.expired:
+            return
+        at = self._reconnect_at.setdefault(broker, self.now + self.jitter.reconnect_ms())
+        if at <= self.now:
+            del self._reconnect_at[broker]
+            self.seat.registered(self, broker)
+
+    def _fire_reconnects(self) -> None:
+        """Open the new sessions whose ZooKeeper clients retried by now (if still connected)."""
+        for b, at in sorted(self._reconnect_at.items()):
+            if at <= self.now:
+                del self._reconnect_at[b]
+                if self.zk_connected(b):
+                    self.seat.registered(self, b)
 
     def _await_session_end(self, broker: int) -> None:
         """Wait until the broker's old session has expired (a pending expiry only)."""
@@ -300,16 +414,18 @@ class KafkaSim:
     def _wanted_blocks(self) -> set[tuple[int, int]]:
         """The node pairs that cannot talk: across partition groups, and around paused brokers."""
         nodes = (*NODES, CLIENT_ID)
-        blocked: set[tuple[int, int]] = set()
-        for a in nodes:
-            for b in nodes:
-                if a < b and (
-                    a in self.world.paused
-                    or b in self.world.paused
-                    or (CLIENT_ID not in (a, b) and not self._reachable(a, b))
-                ):
-                    blocked.add((a, b))
-        return blocked
+        return {(a, b) for a in nodes for b in nodes if a < b and self._link_blocked(a, b)}
+
+    def _link_blocked(self, a: int, b: int) -> bool:
+        """Nodes a and b cannot talk: one is paused, or a partition separates them (for the
+        controller: separates its broker from the other; the client is never cut off)."""
+        if a in self.world.paused or b in self.world.paused:
+            return True
+        if CLIENT_ID in (a, b):
+            return False
+        if CONTROLLER_ID in (a, b):
+            return not self.seat.reaches(self, b if a == CONTROLLER_ID else a)
+        return not self.reachable(a, b)
 
     def sync_links(self) -> None:
         """Isolate and heal links so the network matches the partition and pauses in force."""
@@ -320,6 +436,7 @@ class KafkaSim:
         for a, b in sorted(wanted - current):
             self.cluster.apply(Isolate(a, b))
         self._sync_sessions()
+        self.seat.work(self)
 
     def _sync_sessions(self) -> None:
         """Start session expiry for brokers cut from ZooKeeper; reconnect the others."""
@@ -336,6 +453,15 @@ class KafkaSim:
     def crash(self, step: Step) -> None:
         """kill -9: the process dies (its page cache survives); its session expires later."""
         self._stop(step, "crash", Crash)
+
+    def crash_controller(self, step: Step) -> None:
+        """kill -9 of the broker the controller runs on (noted: which), as `crash`."""
+        host = self.seat.host
+        if host is None or not self.cluster.is_alive(host):
+            self.note("crash-controller: no running controller")
+            return
+        self.note(f"crash-controller: the controller ran on broker {host}")
+        self.crash(Step("crash", broker=host))
 
     def power_loss(self, step: Step) -> None:
         """The host loses power: UncleanShutdown (every log keeps only what was flushed, i.e. up
@@ -365,12 +491,26 @@ class KafkaSim:
             self.note(f"restart {broker}: it is running")
             return
         self._await_session_end(broker)
-        if not self._reachable(broker, CONTROLLER_ID):
+        if not self.reachable(broker, CONTROLLER_ID):
             self.note(f"restart {broker}: cut from zk, so it cannot start; not restarted")
             return
+        self.advance(self.jitter.boot_ms())
+        if self.seat.restarted_unseen(self, broker):
+            # The next controller will read ZooKeeper afresh and find it live: its start-up
+            # is no bounce. (The spec's Restart always bounces: a gap docs/real-kafka.md names.)
+            self.cluster.controller.live_brokers.discard(broker)
         self.cluster.apply(Restart(broker))
+        self._first_send[broker] = self.now + self.jitter.startup_lag_ms()  # a fresh JVM
+        self._reconnect_at.pop(broker, None)
+        self.seat.expired.discard(broker)  # the start-up handles the old session's end too
         self.world.crashed.discard(broker)
         self.sync_links()
+
+    def _await_controller(self, ms: int) -> bool:
+        """Let time pass until a controller can act (True), for ms at most (False)."""
+        if self.seat.active(self):
+            return True
+        return self.advance_until(lambda: self.seat.active(self), self.now + ms)
 
     def shutdown(self, step: Step) -> None:
         """Controlled shutdown: leadership moves to the first live ISR replica, then it stops."""
@@ -379,7 +519,9 @@ class KafkaSim:
         # DetectFailure: the controller's failure handling elects the first live ISR replica in
         # assignment order and drops the broker from the ISR with one epoch bump, as
         # ControlledShutdownLeaderElection does; the broker closes its ZooKeeper session
-        # itself, so there is no session timeout.
+        # itself, so there is no session timeout. The harness waits for the process to exit
+        # (Jitter.shutdown_ms). With no controller to answer its request, the broker runs on
+        # until the harness kills it (seen in random-1-6: the controller's broker was paused).
         broker = _broker(step)
         if not self.cluster.is_alive(broker):
             self.note(f"shutdown {broker}: already down")
@@ -388,14 +530,20 @@ class KafkaSim:
             self.note(f"shutdown {broker}: paused or cut from zk, so it dies as if killed")
             self.crash(step)
             return
+        if not self.seat.active(self):
+            self.note(f"shutdown {broker}: no controller answers; killed {SHUTDOWN_KILL_MS} ms on")
+            self.advance(SHUTDOWN_KILL_MS)
+            self._stop(step, "shutdown", Crash)
+            return
         self.cluster.apply(CheckpointHighWatermarks(broker))
         self.cluster.apply(Flush(broker))
+        self.world.expiries.pop(broker, None)
+        self.seat.shut_down(self, broker)  # asked while it runs, as Kafka's broker asks
         self.cluster.apply(Crash(broker))
         self.world.crashed.add(broker)
         self.world.paused.discard(broker)
-        self.world.expiries.pop(broker, None)
-        self._session_expired(broker)
         self.sync_links()
+        self.advance(self.jitter.shutdown_ms())
 
     def pause(self, step: Step) -> None:
         """SIGSTOP: no work, no answers; messages to it wait; its ZooKeeper session lapses."""
@@ -438,10 +586,20 @@ class KafkaSim:
 
     def elect(self, step: Step) -> None:
         """kafka-leader-elections: preferred (broker 1, if live and in the ISR) or unclean."""
+        if not self.elect_step_controller():
+            return
         if step.kind == "preferred":
             self._elect_preferred()
         else:
             self._elect_unclean()
+
+    def elect_step_controller(self) -> bool:
+        """The admin request finds a controller, asking again for ELECT_WAIT_MS (as the real
+        harness does); False (noted) if none answered."""
+        if self._await_controller(ELECT_WAIT_MS):
+            return True
+        self.note("elect: no controller answered")
+        return False
 
     def _elect_preferred(self) -> None:
         """Elect broker 1 cleanly unless it leads already (ELECTION_NOT_NEEDED) or cannot."""
@@ -506,8 +664,27 @@ class KafkaSim:
                 return True
             if not self.timing.retries or self.now >= deadline:
                 return False
-            self.world.believed_leader = self.scenario.leader()
-            self.advance(min(self.timing.retry_backoff_ms, deadline - self.now))
+            self._refresh_metadata(deadline)
+            self.advance(max(0, min(self.timing.retry_backoff_ms, deadline - self.now)))
+
+    def _refresh_metadata(self, deadline: int) -> None:
+        """The producer asks a broker for the partition's leader: the one the jitter picks
+        among the running ones (a paused one answers nothing until request.timeout.ms, as
+        kafka-python's metadata refresh found in random-1-51; one the controller cannot reach
+        answers from its own view), else the controller's view."""
+        asked = self.jitter.metadata_broker([b for b in BROKERS if self.cluster.is_alive(b)])
+        if asked is not None and asked in self.world.paused:
+            self.advance(max(0, min(self.timing.request_timeout_ms, deadline - self.now)))
+            self.jitter.metadata_timed_out()
+            return
+        if asked is not None and not self.seat.reaches(self, asked):
+            # A broker the controller cannot reach answers from its own stale view
+            # (random-1-39: a cut-off follower kept naming the dead leader).
+            partition = self.cluster.brokers[asked].replica_manager.partition(self.scenario.tp)
+            stale = partition.leader_replica_id if partition is not None else None
+            self.world.believed_leader = stale if stale in BROKERS else None
+            return
+        self.world.believed_leader = self.scenario.leader()
 
     def _attempt(self, value: int, acks: int, deadline: int) -> bool:
         """One PRODUCE of the value to the believed leader; True if acked without error."""
@@ -527,8 +704,19 @@ class KafkaSim:
         )
         if not answered:
             pending.pop(correlation_id, None)  # the producer gives up on the connection
+            self._drop_unread(target, correlation_id)
             return False
         return any(a.correlation_id == correlation_id for a in self.cluster.acked)
+
+    def _drop_unread(self, target: int, correlation_id: int) -> None:
+        """A request the broker has not read when the producer closes the connection is never
+        handled (a paused broker that resumes finds the connection closed: random-1-19 and
+        random-1-51 kept none of the records sent to their paused leader)."""
+        queue = self.cluster.network.queue((CLIENT_ID, target))
+        for index, envelope in enumerate(queue):
+            if getattr(envelope.payload, "correlation_id", None) == correlation_id:
+                self.cluster.apply(Drop(CLIENT_ID, target, index))
+                return
 
     # -------------------------------------------------------------------------- the end
 
