@@ -96,7 +96,6 @@ ELECT_WAIT_MS = 25_000
 last attempt's own time-out (measured: 20 to 30 s)."""
 
 
-
 @dataclass(frozen=True)
 class Timing:
     """The real cluster's timeouts (Kafka 2.6.3 defaults); set them as the real harness does."""
