@@ -1349,6 +1349,12 @@ NeverHostedWithoutEpoch == \A r \in alive : leaderEpoch[r] # NoEpoch
 NeverAnsweredStorageError ==
     ~\E m \in msgs : m.type = "FetchResponse" /\ m.error = "KAFKA_STORAGE_ERROR"
 
+\* No controller has failed over a dead leader (R19): no ControllerDetectFailure
+\* took it offline and then elected, two leader epochs in one step.  An action
+\* property, so the step itself is seen.
+NeverFailsOver ==
+    [][~(action'.name = "ControllerDetectFailure" /\ ctrlEpoch' = ctrlEpoch + 2)]_vars
+
 -----------------------------------------------------------------------------
 (* Liveness (under FairSpec), each named for the progress it protects *)
 

@@ -29,7 +29,8 @@ from kreplica.conformance.kafka.compare import (
 from kreplica.conformance.kafka.generate import named_schedules
 from kreplica.conformance.kafka.outcome import Outcome, disagreements
 from kreplica.conformance.kafka.schedule import Schedule
-from kreplica.conformance.kafka.simulate import harness_timing, simulate
+from kreplica.conformance.kafka.simulate import simulate
+from kreplica.conformance.kafka.timing import harness_timing
 
 ROOT = Path(__file__).parent.parent
 

@@ -92,7 +92,7 @@ def test_with_no_leader_nothing_is_readable_and_every_ack_counts_as_lost() -> No
 def test_the_harness_timing_is_what_the_brokers_are_given() -> None:
     """simulate.harness_timing() models this harness: every field of HARNESS_TIMING is one of
     Timing's, and the fetcher settings are those broker_properties writes."""
-    from kreplica.conformance.kafka.simulate import harness_timing
+    from kreplica.conformance.kafka.timing import harness_timing
 
     timing = harness_timing()
     props = broker_properties(Layout(Path("/run")), 1, ClusterSettings())

@@ -25,7 +25,8 @@ from kreplica.conformance.kafka.compare import (
 from kreplica.conformance.kafka.jitter import Fixed, Jitter
 from kreplica.conformance.kafka.predict import key_of, predict_set
 from kreplica.conformance.kafka.schedule import Schedule, Step, load_schedule
-from kreplica.conformance.kafka.simulate import KafkaSim, harness_timing, simulate
+from kreplica.conformance.kafka.simulate import KafkaSim, simulate
+from kreplica.conformance.kafka.timing import harness_timing
 
 SCHEDULES = Path(__file__).resolve().parent.parent / "schedules"
 

@@ -31,13 +31,8 @@ from kreplica.conformance.kafka.schedule import (
     load_schedule,
     parse_schedule,
 )
-from kreplica.conformance.kafka.simulate import (
-    KafkaSim,
-    Timing,
-    harness_timing,
-    predict,
-    simulate,
-)
+from kreplica.conformance.kafka.simulate import KafkaSim, predict, simulate
+from kreplica.conformance.kafka.timing import Timing, harness_timing
 from kreplica.impl.variants import Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,22 +201,23 @@ def test_timing_is_a_parameter_the_real_harness_settings_can_match() -> None:
     assert simulate(Schedule("slow-detection", steps)).acked[-1] == (0,)
 
 
-def test_the_module_prints_the_prediction_as_json_and_refuses_a_missing_file(
-    tmp_path: Path,
-) -> None:
-    command = [sys.executable, "-m", "kreplica.conformance.kafka.simulate"]
+def test_kafka_predict_prints_the_prediction_and_refuses_a_missing_file(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "kreplica", "kafka", "predict", "--runs", "1"]
+    out = tmp_path / "sets.json"
     done = subprocess.run(
-        [*command, str(SCHEDULES / "acks-all-leader-crash.json")],
+        [*command, str(SCHEDULES / "acks-all-leader-crash.json"), "--json", str(out)],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert done.returncode == 0 and json.loads(done.stdout)["lost"] == {"-1": []}
+    assert done.returncode == 0, done.stderr
+    [written] = json.loads(out.read_text())
+    assert written["single"]["acked_lost"] is False and written["single"]["diverged"] is False
     missing = subprocess.run(
         [*command, str(tmp_path / "nope.json")], capture_output=True, text=True, check=False
     )
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
-    assert "cannot read" in missing.stderr and "Traceback" not in missing.stderr
+    assert "does not exist" in missing.stderr and "Traceback" not in missing.stderr
 
 
 EXPECTED_LOST = {

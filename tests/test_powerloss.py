@@ -40,7 +40,8 @@ from kreplica.conformance.kafka.powerloss import (
 from kreplica.conformance.kafka.predict import predict_set
 from kreplica.conformance.kafka.reaper import fuse_mounts
 from kreplica.conformance.kafka.schedule import ScheduleError, load_schedule, parse_step
-from kreplica.conformance.kafka.simulate import harness_timing, simulate
+from kreplica.conformance.kafka.simulate import simulate
+from kreplica.conformance.kafka.timing import harness_timing
 from kreplica.impl.variants import Variant
 
 DEADLINE_S = 10.0

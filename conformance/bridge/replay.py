@@ -352,6 +352,10 @@ class Replayer:
                 return [first, [Tick(wait), *first], [Tick(lag), *first]]
             if action == "LeaderShrinkIsr":
                 return [first, *self._shrink_candidates(int(args["replica"]), args["followers"])]
+            if action == "ControllerDetectFailure":  # also a failover, or with others (R19, R22)
+                r = int(args["replica"])
+                found = self.cluster.failover_detections()
+                return [first, *[[s] for s in found if getattr(s, "broker", None) == r]]
         except (KeyError, TypeError, ValueError):
             pass
         return [first]

@@ -2,7 +2,8 @@
 
 Holds: `schedule` (the schedule format both worlds read), `outcome` (what a run ends with: acked
 records lost, diverged replicas, final HW, ISR and leader epoch; and whether two outcomes agree),
-`simulate` (a schedule on kreplica's simulator), `seat` (where its controller runs, and its
+`simulate` (a schedule on kreplica's simulator), `timing` (the timeouts it runs with),
+`producer` (the harness's producer in it), `seat` (where its controller runs, and its
 failover), `jitter` (what a real run leaves to chance), `predict` (the set of outcomes the model
 allows), `generate` (named and random schedules), `compare` (one schedule in both worlds, and
 a campaign's journal), and the real cluster's harness: `install` (the jars, Java 11,

@@ -29,7 +29,8 @@ from kreplica.conformance.kafka.outcome import (
 )
 from kreplica.conformance.kafka.predict import PredictedSet, key_of, predict_set
 from kreplica.conformance.kafka.schedule import Schedule, ScheduleError, parse_schedule
-from kreplica.conformance.kafka.simulate import harness_timing, simulate
+from kreplica.conformance.kafka.simulate import simulate
+from kreplica.conformance.kafka.timing import harness_timing
 
 RunReal = Callable[[Schedule], Outcome]
 """Runs a schedule on the real cluster and returns its outcome (RunFailed if this run failed;

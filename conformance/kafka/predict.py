@@ -27,7 +27,8 @@ from typing import Any
 from kreplica.conformance.kafka.jitter import Fixed, Jitter
 from kreplica.conformance.kafka.outcome import AGREEMENT_FIELDS, Outcome
 from kreplica.conformance.kafka.schedule import Schedule
-from kreplica.conformance.kafka.simulate import KafkaSim, Timing, harness_timing
+from kreplica.conformance.kafka.simulate import KafkaSim
+from kreplica.conformance.kafka.timing import Timing, harness_timing
 
 DEFAULT_RUNS = 300
 """Jittered runs per schedule unless asked otherwise (docs/real-kafka.md measures the cost and

@@ -81,7 +81,7 @@ HARNESS_TIMING: dict[str, int | bool] = {
     "replica_socket_timeout_ms": REPLICA_SOCKET_TIMEOUT_MS,
     "replica_high_watermark_checkpoint_interval_ms": HW_CHECKPOINT_INTERVAL_MS,
 }
-"""The real harness's timeouts, named as simulate.Timing names them (`Timing(**HARNESS_TIMING)`
+"""The real harness's timeouts, named as timing.Timing names them (`Timing(**HARNESS_TIMING)`
 models this harness): ZooKeeper session, replica lag, the producer's request and delivery time
 limits and retry back-off, a wait step's default limit, the final settling, the fetchers', the
 HW checkpoint's period."""

@@ -3,8 +3,8 @@
 `simulate(schedule)` runs a schedule (`schedule.py`) on `kreplica.impl`'s simulator, translating
 every real-world step into simulator steps on a simulated clock that moves as real time would,
 and returns the run's `Outcome` (`outcome.py`), the same record the real cluster's run ends with.
-`predict(path)` does the same for a schedule file; `python -m kreplica.conformance.kafka.simulate
-SCHEDULE.json` prints it as JSON.
+`predict(path)` does the same for a schedule file (`kreplica kafka predict` prints it, with
+the set of outcomes the model allows). The producer is `producer.py`'s.
 
 The world being modelled (the real harness: ZooKeeper and brokers 1, 2, 3 on loopback):
 
@@ -26,19 +26,13 @@ The world being modelled (the real harness: ZooKeeper and brokers 1, 2, 3 on loo
   operations expire on time, every broker's ISR task runs every replica.lag.time.max.ms / 2
   (R12) and sessions expire. A follower learns a new HW up to replica.fetch.wait.max.ms after an
   ack, so a crash right after a produce can find a follower whose HW lags, as on a real cluster.
-* The producer (one record per request, R14) sends to the leader it believes in; an answer with an
-  error, no answer within request.timeout.ms, or a refused connection (the broker is down) makes it
-  refresh its metadata (the controller's leader) and retry after retry.backoff.ms, until
-  delivery.timeout.ms. Only an answer without error, received in time, counts as acknowledged.
-
+* The producer (`producer.py`: one record per request, R14) sends to the leader it believes in
+  and retries until delivery.timeout.ms; only an answer without error, received in time, counts
+  as acknowledged. Values are its sequence numbers 0, 1, 2, ... in send order.
 * What a real run leaves to chance (message latency, the ISR task's phase, session expiry in
   ZooKeeper's ticks, the first controller, failover time, the harness's own latency, the order
   of concurrent work) the simulator asks of a `jitter.Fixed` (the single prediction) or a
   `jitter.Jitter(seed)` (one of many; `predict.py` collects their outcomes).
-
-Values are the producer's sequence numbers 0, 1, 2, ... in send order; every attempt of a value
-is a fresh simulator record id mapped back to that value, so a retried value may sit in a log
-twice, as on a real cluster without idempotence.
 
 May import: `kreplica.impl`, `kreplica.conformance.errors` and this room (the `kafka` room rule,
 tests/test_layout.py). Pinned by tests/test_kafka_simulate.py.
@@ -46,18 +40,16 @@ tests/test_layout.py). Pinned by tests/test_kafka_simulate.py.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import click
-
-from kreplica.conformance.errors import run_command
 from kreplica.conformance.kafka.jitter import Fixed
 from kreplica.conformance.kafka.outcome import Outcome, ReplicaState
+from kreplica.conformance.kafka.producer import Producer
 from kreplica.conformance.kafka.schedule import BROKERS, ZK, Schedule, Step, load_schedule
 from kreplica.conformance.kafka.seat import ControllerSeat
+from kreplica.conformance.kafka.timing import Timing
 from kreplica.impl.client import CLIENT_ID
 from kreplica.impl.cluster import START_TIME_MS
 from kreplica.impl.config import BrokerConfig
@@ -68,12 +60,10 @@ from kreplica.impl.steps import (
     Crash,
     Deliver,
     DoWork,
-    Drop,
     Elect,
     Flush,
     Heal,
     Isolate,
-    Produce,
     Restart,
     ShrinkIsr,
     Tick,
@@ -94,38 +84,6 @@ SHUTDOWN_KILL_MS = 30_000
 ELECT_WAIT_MS = 25_000
 """How long an elect step asks again while no controller answers: real.ELECT_RETRY_S, and the
 last attempt's own time-out (measured: 20 to 30 s)."""
-
-
-@dataclass(frozen=True)
-class Timing:
-    """The real cluster's timeouts (Kafka 2.6.3 defaults); set them as the real harness does."""
-
-    session_timeout_ms: int = 18_000
-    """zookeeper.session.timeout.ms: how long the controller takes to see a silent broker gone."""
-    replica_lag_time_max_ms: int = 30_000
-    """replica.lag.time.max.ms (R12): a follower this long behind leaves the ISR."""
-    request_timeout_ms: int = 30_000
-    """The producer's request.timeout.ms, also the PRODUCE request's timeout (R14)."""
-    delivery_timeout_ms: int = 120_000
-    """The producer's delivery.timeout.ms: it gives a record up after this long."""
-    retry_backoff_ms: int = 100
-    """The producer's retry.backoff.ms."""
-    retries: bool = True
-    """The producer retries a failed send (retries > 0) until delivery.timeout.ms."""
-    replica_fetch_wait_max_ms: int = 500
-    """replica.fetch.wait.max.ms: a follower learns a new HW at most this long after it moved."""
-    replica_fetch_backoff_ms: int = 1_000
-    """replica.fetch.backoff.ms: a fetcher's pause after an error."""
-    replica_socket_timeout_ms: int = 30_000
-    """replica.socket.timeout.ms: a fetch to a broker that died unanswered fails after this."""
-    replica_high_watermark_checkpoint_interval_ms: int = 5_000
-    """replica.high.watermark.checkpoint.interval.ms: a crash restarts from a HW this old."""
-    nemesis_ms: int = 1_000
-    """Real time a nemesis step takes after it acts (the harness's own latency)."""
-    wait_timeout_ms: int = 120_000
-    """How long a `wait` step waits when it names no timeout_s."""
-    final_settle_ms: int = 30_000
-    """At the end: how long followers may take to catch up and the ISR to fill."""
 
 
 @dataclass
@@ -185,6 +143,7 @@ class KafkaSim:
             b: self.now + period - self.jitter.isr_task_phase_ms(period) for b in BROKERS
         }
         self.seat = ControllerSeat(self.jitter.first_controller(BROKERS))
+        self.producer = Producer(self)
         self._arrivals: dict[int, tuple[object, int]] = {}
         """id(message) -> (the message, when it arrives): the jitter's latency."""
         self._first_send = {b: self.now + self.jitter.startup_lag_ms() for b in BROKERS}
@@ -647,75 +606,7 @@ class KafkaSim:
 
     def produce(self, step: Step) -> None:
         """Produce `count` fresh values one request each, each until acked or given up (R14)."""
-        acks = self.schedule.acks if step.acks is None else step.acks
-        self.world.acked.setdefault(acks, [])
-        for _ in range(step.count or 0):
-            value = self.world.next_value
-            self.world.next_value += 1
-            if self.send_value(value, acks):
-                self.world.acked[acks].append(value)
-
-    def send_value(self, value: int, acks: int) -> bool:
-        """The producer's attempts for one value; True if one was acknowledged in time."""
-        deadline = self.now + self.timing.delivery_timeout_ms
-        while True:
-            if self._attempt(value, acks, deadline):
-                return True
-            if not self.timing.retries or self.now >= deadline:
-                return False
-            self._refresh_metadata(deadline)
-            self.advance(max(0, min(self.timing.retry_backoff_ms, deadline - self.now)))
-
-    def _refresh_metadata(self, deadline: int) -> None:
-        """The producer asks a broker for the partition's leader: the one the jitter picks
-        among the running ones (a paused one answers nothing until request.timeout.ms, as
-        kafka-python's metadata refresh found in random-1-51; one the controller cannot reach
-        answers from its own view), else the controller's view."""
-        asked = self.jitter.metadata_broker([b for b in BROKERS if self.cluster.is_alive(b)])
-        if asked is not None and asked in self.world.paused:
-            self.advance(max(0, min(self.timing.request_timeout_ms, deadline - self.now)))
-            self.jitter.metadata_timed_out()
-            return
-        if asked is not None and not self.seat.reaches(self, asked):
-            # A broker the controller cannot reach answers from its own stale view
-            # (random-1-39: a cut-off follower kept naming the dead leader).
-            partition = self.cluster.brokers[asked].replica_manager.partition(self.scenario.tp)
-            stale = partition.leader_replica_id if partition is not None else None
-            self.world.believed_leader = stale if stale in BROKERS else None
-            return
-        self.world.believed_leader = self.scenario.leader()
-
-    def _attempt(self, value: int, acks: int, deadline: int) -> bool:
-        """One PRODUCE of the value to the believed leader; True if acked without error."""
-        target = self.world.believed_leader
-        if target is None or not self.cluster.is_alive(target):
-            return False  # no leader known, or the connection is refused at once
-        record = self.cluster.next_record_id()
-        self.world.values[record] = value
-        timeout = self.timing.request_timeout_ms
-        [sent] = self.cluster.apply(
-            Produce(self.scenario.tp, (record,), acks, target, timeout_ms=timeout)
-        )
-        correlation_id = getattr(sent.payload, "correlation_id")  # noqa: B009
-        pending = self.cluster.client.pending
-        answered = self.advance_until(
-            lambda: correlation_id not in pending, min(self.now + timeout, deadline)
-        )
-        if not answered:
-            pending.pop(correlation_id, None)  # the producer gives up on the connection
-            self._drop_unread(target, correlation_id)
-            return False
-        return any(a.correlation_id == correlation_id for a in self.cluster.acked)
-
-    def _drop_unread(self, target: int, correlation_id: int) -> None:
-        """A request the broker has not read when the producer closes the connection is never
-        handled (a paused broker that resumes finds the connection closed: random-1-19 and
-        random-1-51 kept none of the records sent to their paused leader)."""
-        queue = self.cluster.network.queue((CLIENT_ID, target))
-        for index, envelope in enumerate(queue):
-            if getattr(envelope.payload, "correlation_id", None) == correlation_id:
-                self.cluster.apply(Drop(CLIENT_ID, target, index))
-                return
+        self.producer.produce(step)
 
     # -------------------------------------------------------------------------- the end
 
@@ -807,37 +698,3 @@ def simulate(
 def predict(path: Path, timing: Timing | None = None) -> Outcome:
     """The predicted Outcome of a schedule file (ScheduleError if it is not a valid schedule)."""
     return simulate(load_schedule(Path(path)), timing=timing)
-
-
-HARNESS_FETCHER = {
-    "replica_fetch_wait_max_ms": 100,
-    "replica_fetch_backoff_ms": 200,
-    "replica_socket_timeout_ms": 3_000,
-}
-"""The fetcher settings cluster.broker_properties writes, where real.HARNESS_TIMING lacks them."""
-
-
-def harness_timing() -> Timing:
-    """The timeouts the real harness sets (real.HARNESS_TIMING), as a Timing."""
-    from kreplica.conformance.kafka.real import HARNESS_TIMING  # the harness, loaded on demand
-
-    return Timing(**{**HARNESS_FETCHER, **HARNESS_TIMING})  # type: ignore[arg-type]
-
-
-@click.command()
-@click.argument("schedule", type=click.Path(path_type=Path))
-@click.option(
-    "--timing",
-    type=click.Choice(["harness", "kafka-defaults"]),
-    default="harness",
-    show_default=True,
-    help="The real harness's timeouts, or Kafka 2.6.3's defaults.",
-)
-def main(schedule: Path, timing: str) -> None:
-    """Print kreplica's predicted outcome of a fault schedule (JSON) on real Kafka 2.6."""
-    chosen = harness_timing() if timing == "harness" else Timing()
-    click.echo(json.dumps(predict(schedule, chosen).to_json(), indent=2))
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.kafka.simulate")
