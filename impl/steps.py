@@ -136,6 +136,14 @@ class DetectFailure:
     together: tuple[int, ...] = ()
     failover: bool = False
 
+    def __repr__(self) -> str:
+        """As the dataclass would, leaving out the fields at their defaults (the form
+        recorded traces have always had for a plain detection)."""
+        extra = (f", together={self.together}" if self.together else "") + (
+            ", failover=True" if self.failover else ""
+        )
+        return f"DetectFailure(broker={self.broker}{extra})"
+
 
 @dataclass(frozen=True, slots=True)
 class Register:
