@@ -141,7 +141,6 @@ class ControllerSeat:
             self._detect(sim, DetectFailure(b))
         if leader in dead:
             self._detect(sim, DetectFailure(leader, failover=sim.electable_without({leader})))
-        self.registering = {b for b in self.registering if b not in self._live(sim)}
         sim.sync_links()  # the controller's requests now leave from another broker
         self._handle_registrations(sim)
 
