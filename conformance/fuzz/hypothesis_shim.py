@@ -14,8 +14,9 @@ them only through this module, and each use says what is lost when a release mov
   If a release renames it, no run is taken for stopped, and a failure found in the settle
   phase of an overrun run is lost again, as before issue #43.
 `stopped_by_hypothesis` is pinned by `tests/test_fuzz_liveness.py`, which overruns a run for
-real; `keep_every_rule_on` only by the corpora a seed writes (`kreplica fuzz --seed 1 --corpus
-F`, the same byte for byte as before it moved here), no test of its own yet.
+real; `keep_every_rule_on` by `tests/test_hypothesis_shim.py` (no draw of the rule flags
+switches a rule off, where without it one does) and by the corpora a seed writes (`kreplica
+fuzz --seed 1 --corpus F`, the same byte for byte as before it moved here).
 `reproducible.py`, the third touch of internals, has its own module: it wraps a campaign, not
 a machine.
 """
