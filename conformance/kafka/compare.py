@@ -269,4 +269,5 @@ def agreement_lines(comparisons: list[Comparison]) -> list[str]:
 
 
 def _percent(part: int, whole: int) -> str:
+    """part of whole as a rounded percentage ('-' of nothing)."""
     return f"{100 * part / whole:.0f}%" if whole else "-"

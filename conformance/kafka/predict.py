@@ -98,6 +98,7 @@ class PredictedSet:
 
 
 def _key_json(key: Key) -> dict[str, Any]:
+    """An outcome key as an object of AGREEMENT_FIELDS."""
     return dict(zip(AGREEMENT_FIELDS, (key[0], key[1], key[2], list(key[3]), key[4]), strict=True))
 
 

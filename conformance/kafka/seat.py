@@ -179,4 +179,5 @@ class ControllerSeat:
 
     @staticmethod
     def _live(sim: KafkaSim) -> set[int]:
+        """The brokers the controller (ZooKeeper's registrations, as it read them) has live."""
         return set(sim.cluster.controller.live_brokers)
