@@ -189,7 +189,12 @@ def test_kafka_predict_prints_each_set_and_writes_json(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "acks-all-leader-crash:" in result.output and "of 10" in result.output
     [written] = json.loads(out.read_text())
-    assert written["runs"] == 10 and written["size"] >= len(written["outcomes"])
+    assert written["runs"] == 10 and sum(o["runs"] for o in written["outcomes"]) == 10
+    distinct = {
+        json.dumps({k: v for k, v in o.items() if k != "runs"}, sort_keys=True)
+        for o in [*written["outcomes"], {**written["single"], "runs": 0}]
+    }
+    assert written["size"] == len(distinct)  # the set: every jittered outcome and the single
 
 
 def test_kafka_predict_with_a_malformed_schedule_is_one_line_and_exit_2(tmp_path: Path) -> None:
