@@ -17,11 +17,17 @@ import. Imports flow one way, down this list, and never up or sideways:
                and three broker JVMs) and on kreplica's simulator, and their outcomes compared
     symbolic   the implementation's pure decisions held, for every input within bounds, to the
                spec's operators written as z3 formulas (R3, R4, R6, R7, R8, R11, R13, R14, R15)
-    fuzz       Hypothesis state machines, fuzz targets, the corpus writer, random walks
+    fuzz       Hypothesis state machines, the run plan, the settle phase, fuzz targets, the
+               corpus writer, random walks
     validate   trace validation with TLC: trace data, batches, Spark and pool runners, results
                (it needs the spec's side only, so a Spark executor loads no simulator)
-    bridge     projection, recorder, replay, invariants, schedules: the only room that knows
-               both the implementation and the spec
+    replay     a trace's actions, or a saved schedule's steps, driven on the implementation
+               and judged; the cluster a trace replays on; schedules saved and minimised
+    judges     every check that judges a run: the spec's invariants, Kafka's rules on the
+               clock, the client's answers, liveness once a run settles; each watches the
+               events the recorder emits and keeps its own books
+    bridge     projection, recorder, step coding: a run of the implementation as a trace in
+               the spec's vocabulary, the only room below the judges that knows both sides
     tla        TLC and Apalache runners, TLC output, TLA+ values, ITF, model configs, the
                spec's vocabulary: the spec's side, with no knowledge of the implementation
     errors     (a module) the exceptions every room raises and the CLI's exit codes
@@ -45,7 +51,7 @@ ROOMS: dict[str, frozenset[str]] = {
             "kafka",
             "fuzz",
             "validate",
-            "bridge",
+            "replay",
             "tla",
             "errors",
             "impl",
@@ -53,13 +59,15 @@ ROOMS: dict[str, frozenset[str]] = {
     ),
     "bench": frozenset({"kafka", "fuzz", "validate", "tla", "errors", "impl"}),
     "demo": frozenset({"explain", "tla", "errors"}),
-    "explain": frozenset({"validate", "bridge", "tla", "errors"}),
+    "explain": frozenset({"validate", "judges", "bridge", "tla", "errors"}),
     "mutation": frozenset({"tla", "errors", "impl"}),
     "coverage": frozenset({"validate", "tla", "errors"}),
     "kafka": frozenset({"tla", "errors", "impl"}),
     "symbolic": frozenset({"impl"}),
-    "fuzz": frozenset({"bridge", "tla", "errors", "impl"}),
+    "fuzz": frozenset({"replay", "judges", "bridge", "tla", "errors", "impl"}),
     "validate": frozenset({"tla", "errors", "impl"}),
+    "replay": frozenset({"judges", "bridge", "tla", "errors", "impl"}),
+    "judges": frozenset({"bridge", "impl"}),
     "bridge": frozenset({"tla", "errors", "impl"}),
     "tla": frozenset({"errors"}),
     "errors": frozenset(),

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
-from kreplica.conformance.bridge.replay import ALTER_PARTITION_DELIVERIES
-from kreplica.conformance.bridge.schedule import TP
+from kreplica.conformance.bridge.recorder import SpecRecorder
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.judges.checked_steps import Judge, apply_checked
+from kreplica.conformance.replay.schedule import TP
+from kreplica.conformance.replay.trace import ALTER_PARTITION_DELIVERIES
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS, IMPL_ONLY_ACTIONS
 from kreplica.impl.messages import AlterPartitionRequest, AlterPartitionResponse
 from kreplica.impl.partition import Partition
@@ -26,58 +27,62 @@ from kreplica.impl.variants import parse_variant
 LAG_MS = 30_001
 
 
-def recorder() -> SpecRecorder:
+def recorder() -> Judge:
     """The fuzzer's cluster (brokers 1..3, broker 1 leading) under isr=alter-partition."""
     setup = FuzzSetup(variant=parse_variant(["isr=alter-partition"]))
-    return SpecRecorder(setup.schedule().cluster(), TP, {})
+    return Judge(SpecRecorder(setup.schedule().cluster(), TP, {}))
 
 
-def checked(rec: SpecRecorder, *steps: Step) -> None:
+def checked(judged: Judge, *steps: Step) -> None:
     for step in steps:
-        assert apply_checked(rec, step) is None, step
+        assert apply_checked(judged, step) is None, step
 
 
 def test_a_shrink_is_proposed_then_lands_with_the_answer() -> None:
     """Followers 2 and 3 never fetch: the isr-expiration task proposes ISR {1} (judged by the
     proposal), the state keeps ISR {1, 2, 3} until the controller's answer lands, and the two
     steps the spec lacks are recorded under their own names."""
-    rec = recorder()
-    checked(rec, Tick(LAG_MS), ShrinkIsr(1))
-    [request] = [e.payload for e in rec.sent if isinstance(e.payload, AlterPartitionRequest)]
+    judged = recorder()
+    checked(judged, Tick(LAG_MS), ShrinkIsr(1))
+    [request] = [
+        e.payload for e in judged.recorder.sent if isinstance(e.payload, AlterPartitionRequest)
+    ]
     assert request.partitions[0].new_isr == (1,)
-    assert rec.state["isr"][0] == {1, 2, 3}
-    checked(rec, ShrinkIsr(1))  # a change in flight: nothing more is proposed, rightly
-    checked(rec, Deliver(1, CONTROLLER, 0))
-    assert rec.events[-1].action == "ControllerHandleAlterPartition"
-    assert rec.state["ctrlIsr"] == {1}
-    checked(rec, Deliver(CONTROLLER, 1, 0))
-    assert rec.events[-1].action == "LeaderHandleAlterPartitionResponse"
-    assert rec.state["isr"][0] == {1}
+    assert judged.recorder.state["isr"][0] == {1, 2, 3}
+    checked(judged, ShrinkIsr(1))  # a change in flight: nothing more is proposed, rightly
+    checked(judged, Deliver(1, CONTROLLER, 0))
+    assert judged.recorder.events[-1].action == "ControllerHandleAlterPartition"
+    assert judged.recorder.state["ctrlIsr"] == {1}
+    checked(judged, Deliver(CONTROLLER, 1, 0))
+    assert judged.recorder.events[-1].action == "LeaderHandleAlterPartitionResponse"
+    assert judged.recorder.state["isr"][0] == {1}
 
 
 def test_a_proposal_that_drops_a_caught_up_follower_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rec = recorder()
+    judged = recorder()
     monkeypatch.setattr(Partition, "get_out_of_sync_replicas", lambda self, ms: frozenset({2, 3}))
-    found = apply_checked(rec, ShrinkIsr(1))  # no time has passed: nobody lags
+    found = apply_checked(judged, ShrinkIsr(1))  # no time has passed: nobody lags
     assert found is not None and found[0] == "IsrShrinksOnLagTime"
     assert "proposed dropping [2, 3]" in found[1]
 
 
-def shrunk_to_the_leader_with_a_record(rec: SpecRecorder) -> None:
+def shrunk_to_the_leader_with_a_record(judged: Judge) -> None:
     """The ISR shrinks to {1} (proposed, answered), then leader 1 takes a record: its HW is 1,
     and follower 2's LEO 0."""
-    checked(rec, Tick(LAG_MS), ShrinkIsr(1), Deliver(1, CONTROLLER, 0), Deliver(CONTROLLER, 1, 0))
-    checked(rec, Produce(TP, (1,), acks=1, broker=1), Deliver(CLIENT, 1, 0))
-    assert rec.state["hw"][0] == 1 and rec.state["isr"][0] == {1}
+    checked(
+        judged, Tick(LAG_MS), ShrinkIsr(1), Deliver(1, CONTROLLER, 0), Deliver(CONTROLLER, 1, 0)
+    )
+    checked(judged, Produce(TP, (1,), acks=1, broker=1), Deliver(CLIENT, 1, 0))
+    assert judged.recorder.state["hw"][0] == 1 and judged.recorder.state["isr"][0] == {1}
 
 
 def test_a_follower_behind_the_hw_is_not_proposed() -> None:
-    rec = recorder()
-    shrunk_to_the_leader_with_a_record(rec)
-    checked(rec, DoWork(2, 1), Deliver(2, 1, 0))  # a fetch from offset 0
-    assert not [e for e in rec.sent if isinstance(e.payload, AlterPartitionRequest)]
+    judged = recorder()
+    shrunk_to_the_leader_with_a_record(judged)
+    checked(judged, DoWork(2, 1), Deliver(2, 1, 0))  # a fetch from offset 0
+    assert not [e for e in judged.recorder.sent if isinstance(e.payload, AlterPartitionRequest)]
 
 
 def test_a_proposal_to_add_a_follower_that_has_not_caught_up_is_named(
@@ -85,11 +90,11 @@ def test_a_proposal_to_add_a_follower_that_has_not_caught_up_is_named(
 ) -> None:
     """R11 is the leader's decision: judged in the step that proposes the join (the FETCH's
     arrival), not when the controller's answer lands."""
-    rec = recorder()
-    shrunk_to_the_leader_with_a_record(rec)
+    judged = recorder()
+    shrunk_to_the_leader_with_a_record(judged)
     monkeypatch.setattr(Partition, "is_follower_in_sync", lambda self, replica, hw: True)
-    checked(rec, DoWork(2, 1))
-    found = apply_checked(rec, Deliver(2, 1, 0))
+    checked(judged, DoWork(2, 1))
+    found = apply_checked(judged, Deliver(2, 1, 0))
     assert found is not None and found[0] == "IsrJoinsCaughtUp"
     assert "follower 2 joined leader 1's ISR from offset 0" in found[1]
 
@@ -97,14 +102,16 @@ def test_a_proposal_to_add_a_follower_that_has_not_caught_up_is_named(
 def test_the_network_never_loses_an_isr_change() -> None:
     """Kafka's broker-to-controller channel resends an ALTER_PARTITION until it is answered:
     the fuzzer may delay it (deliver it late, reorder it), never drop it."""
-    rec = recorder()
-    checked(rec, Tick(LAG_MS), ShrinkIsr(1))
-    drops = CHOICES["drop"](rec.cluster, rec.state)
+    judged = recorder()
+    checked(judged, Tick(LAG_MS), ShrinkIsr(1))
+    drops = CHOICES["drop"](judged.recorder.cluster, judged.recorder.state)
     assert Drop(1, CONTROLLER, 0) not in drops
-    checked(rec, Deliver(1, CONTROLLER, 0))
-    answer = rec.cluster.network.peek((CONTROLLER, 1), 0)
+    checked(judged, Deliver(1, CONTROLLER, 0))
+    answer = judged.recorder.cluster.network.peek((CONTROLLER, 1), 0)
     assert answer is not None and isinstance(answer.payload, AlterPartitionResponse)
-    assert Drop(CONTROLLER, 1, 0) not in CHOICES["drop"](rec.cluster, rec.state)
+    assert Drop(CONTROLLER, 1, 0) not in CHOICES["drop"](
+        judged.recorder.cluster, judged.recorder.state
+    )
 
 
 def test_a_correct_implementation_passes_a_campaign_under_the_variant() -> None:

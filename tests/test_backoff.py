@@ -7,7 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from kreplica.conformance.bridge.backoff import (
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
+from kreplica.conformance.bridge.recorder import SpecRecorder
+from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.judges.backoff import (
     NAME,
     FetcherView,
     answer_violations,
@@ -16,10 +19,8 @@ from kreplica.conformance.bridge.backoff import (
     fetcher_view,
     wakeup_violations,
 )
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER
-from kreplica.conformance.bridge.schedule import TP as FUZZ_TP
-from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.judges.checked_steps import Judge, apply_checked
+from kreplica.conformance.replay.schedule import TP as FUZZ_TP
 from kreplica.impl.cluster import START_TIME_MS as T0
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
@@ -59,52 +60,52 @@ BACKOFF = CONFIG.replica_fetch_backoff_ms
 TIMEOUT = CONFIG.replica_socket_timeout_ms
 
 
-def recorder() -> SpecRecorder:
+def recorder() -> Judge:
     """Two brokers, broker 1 leading, follower 2 fetching from it."""
-    return SpecRecorder(Cluster((1, 2), {"t": 1}, config=CONFIG), TP, {})
+    return Judge(SpecRecorder(Cluster((1, 2), {"t": 1}, config=CONFIG), TP, {}))
 
 
-def checked(rec: SpecRecorder, *steps: Step) -> None:
+def checked(judged: Judge, *steps: Step) -> None:
     for step in steps:
-        assert apply_checked(rec, step) is None, step
+        assert apply_checked(judged, step) is None, step
 
 
-def lost_fetch(rec: SpecRecorder) -> None:
+def lost_fetch(judged: Judge) -> None:
     """Follower 2's fetch is lost, and its request times out at the next iteration."""
-    checked(rec, DoWork(2, 1), Drop(2, 1, 0), Tick(TIMEOUT + 1))
+    checked(judged, DoWork(2, 1), Drop(2, 1, 0), Tick(TIMEOUT + 1))
 
 
 def test_a_lost_fetch_backs_off_then_fetches_again() -> None:
     """The request times out: the partition waits replica.fetch.backoff.ms, and is fetched
     again as soon as it is due; every iteration is judged."""
-    rec = recorder()
-    lost_fetch(rec)
-    checked(rec, DoWork(2, 1))  # the time-out: backs off
-    view = fetcher_view(rec.cluster, 2, 1)
+    judged = recorder()
+    lost_fetch(judged)
+    checked(judged, DoWork(2, 1))  # the time-out: backs off
+    view = fetcher_view(judged.recorder.cluster, 2, 1)
     assert view is not None and view.states[TP].delay_until_ms == view.now_ms + BACKOFF
-    checked(rec, DoWork(2, 1))  # still delayed: nothing to do, rightly
-    assert rec.sent == []
-    checked(rec, Tick(BACKOFF), DoWork(2, 1))  # due at exactly the deadline
-    assert [type(e.payload).__name__ for e in rec.sent] == ["FetchRequest"]
-    checked(rec, Deliver(2, 1, 0))
+    checked(judged, DoWork(2, 1))  # still delayed: nothing to do, rightly
+    assert judged.recorder.sent == []
+    checked(judged, Tick(BACKOFF), DoWork(2, 1))  # due at exactly the deadline
+    assert [type(e.payload).__name__ for e in judged.recorder.sent] == ["FetchRequest"]
+    checked(judged, Deliver(2, 1, 0))
 
 
 def test_no_back_off_after_a_timeout_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    rec = recorder()
-    lost_fetch(rec)
+    judged = recorder()
+    lost_fetch(judged)
     monkeypatch.setattr(AbstractFetcherThread, "_handle_request_failure", lambda self, f: None)
-    found = apply_checked(rec, DoWork(2, 1))
+    found = apply_checked(judged, DoWork(2, 1))
     assert found is not None and found[0] == NAME
-    assert f"expected {rec.cluster.clock.now_ms + BACKOFF}" in found[1]
+    assert f"expected {judged.recorder.cluster.clock.now_ms + BACKOFF}" in found[1]
 
 
 def test_an_idle_iteration_with_a_ready_partition_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))  # truncated, fetching
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))  # truncated, fetching
     monkeypatch.setattr(AbstractFetcherThread, "maybe_fetch", lambda self: [])
-    found = apply_checked(rec, DoWork(2, 1))
+    found = apply_checked(judged, DoWork(2, 1))
     assert found is not None and found[0] == NAME and "did nothing" in found[1]
 
 
@@ -113,12 +114,14 @@ def test_a_request_sent_with_a_deadline_other_than_the_time_out_is_named() -> No
     replica.socket.timeout.ms already) is named at the iteration that sends one, before it
     can give up on it early; so is one that would wait longer."""
     for timeout in (-TIMEOUT, TIMEOUT + 1):
-        rec = recorder()
-        fetcher = rec.cluster.brokers[2].replica_manager.replica_fetcher_manager.fetcher_for(1)
+        judged = recorder()
+        fetcher = judged.recorder.cluster.brokers[
+            2
+        ].replica_manager.replica_fetcher_manager.fetcher_for(1)
         assert fetcher is not None
         fetcher.request_timeout_ms = timeout
-        found = apply_checked(rec, DoWork(2, 1))
-        now = rec.cluster.clock.now_ms
+        found = apply_checked(judged, DoWork(2, 1))
+        now = judged.recorder.cluster.clock.now_ms
         assert found is not None and found[0] == NAME
         assert f"times out at {now + timeout}, expected {now + TIMEOUT}" in found[1]
 
@@ -139,13 +142,13 @@ def test_a_request_sent_on_an_answer_gets_its_deadline_too() -> None:
 
 def test_a_fetch_of_a_delayed_partition_is_named() -> None:
     """A request naming a partition whose back-off has not ended (views made by hand)."""
-    rec = recorder()
-    lost_fetch(rec)
-    checked(rec, DoWork(2, 1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    judged = recorder()
+    lost_fetch(judged)
+    checked(judged, DoWork(2, 1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1)
     assert view is not None
-    checked(rec, Tick(BACKOFF), DoWork(2, 1))
-    request = rec.sent[0].payload
+    checked(judged, Tick(BACKOFF), DoWork(2, 1))
+    request = judged.recorder.sent[0].payload
     assert backoff_violations(view, view, [request], BACKOFF) != []  # before the deadline
     due = replace(view, now_ms=view.now_ms + BACKOFF)
     assert backoff_violations(due, due, [request], BACKOFF) == []
@@ -153,9 +156,9 @@ def test_a_fetch_of_a_delayed_partition_is_named() -> None:
 
 def in_flight_fetch() -> tuple[FetcherView, FetchResponse]:
     """Follower 2 with a FETCH in flight, and a NOT_LEADER_OR_FOLLOWER answer to it."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0), DoWork(2, 1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0), DoWork(2, 1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1)
     assert view is not None and view.in_flight is not None
     refused = FetchPartitionResponse(TP, Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ())
     return view, FetchResponse(view.in_flight.correlation_id, Errors.NONE, (refused,))
@@ -181,17 +184,17 @@ def test_a_fetcher_that_ignores_an_error_answer_is_named(monkeypatch: pytest.Mon
     """On a real cluster, checked as the fuzzer checks: the follower's FETCH is answered
     NOT_LEADER_OR_FOLLOWER (by hand, as a deposed leader would), and its fetcher does not
     back off."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0), DoWork(2, 1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0), DoWork(2, 1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1)
     assert view is not None and view.in_flight is not None
     monkeypatch.setattr(AbstractFetcherThread, "handle_partitions_with_errors", lambda s, p: None)
-    request = rec.cluster.network.queues[(2, 1)].popleft()  # answered by hand: an error
+    request = judged.recorder.cluster.network.queues[(2, 1)].popleft()  # answered by hand: an error
     refused = FetchPartitionResponse(TP, Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ())
     answer = FetchResponse(request.payload.correlation_id, Errors.NONE, (refused,))
-    c = rec.cluster
+    c = judged.recorder.cluster
     c.network.send(1, c.incarnation(1), 2, c.incarnation(2), answer, c.clock.now_ms)
-    found = apply_checked(rec, Deliver(1, 2, 0))
+    found = apply_checked(judged, Deliver(1, 2, 0))
     assert found is not None and found[0] == NAME and "NOT_LEADER_OR_FOLLOWER" in found[1]
 
 
@@ -199,12 +202,12 @@ def test_an_answer_to_an_earlier_incarnation_is_not_judged() -> None:
     """Follower 3 fetches, crashes and restarts, and fetches again with the same correlation id:
     the answer to its first incarnation is dropped on arrival, so no back-off is owed for it
     (found by the fuzzer, seed 0, once its tick could land on a deadline)."""
-    rec = SpecRecorder(FuzzSetup().schedule().cluster(), TP_FUZZ, {})
-    checked(rec, Tick(30_001), ShrinkIsr(1), Crash(1), Restart(1), DoWork(3, 1), Crash(3))
-    checked(rec, Deliver(3, 1, 0), Restart(3), Deliver(0, 3, 0), DoWork(3, 1))
-    stale = rec.cluster.network.peek((1, 3), 0)
-    assert stale is not None and stale.dst_incarnation != rec.cluster.incarnation(3)
-    checked(rec, Deliver(1, 3, 0))
+    judged = Judge(SpecRecorder(FuzzSetup().schedule().cluster(), TP_FUZZ, {}))
+    checked(judged, Tick(30_001), ShrinkIsr(1), Crash(1), Restart(1), DoWork(3, 1), Crash(3))
+    checked(judged, Deliver(3, 1, 0), Restart(3), Deliver(0, 3, 0), DoWork(3, 1))
+    stale = judged.recorder.cluster.network.peek((1, 3), 0)
+    assert stale is not None and stale.dst_incarnation != judged.recorder.cluster.incarnation(3)
+    checked(judged, Deliver(1, 3, 0))
 
 
 def test_a_timed_out_reset_of_an_untracked_partition_owes_no_back_off() -> None:
@@ -220,34 +223,34 @@ def test_a_timed_out_reset_of_an_untracked_partition_owes_no_back_off() -> None:
     assert backoff_violations(at_the_deadline, after, [], BACKOFF) != []
 
 
-def epoch_answer_in_flight() -> SpecRecorder:
+def epoch_answer_in_flight() -> Judge:
     """Follower 2 holds a record of epoch 0; leader 1 is re-elected (epoch 1) and follower 2
     hears of it first, so its OffsetsForLeaderEpoch (current epoch 1) reaches a leader still
     in epoch 0: the answer on its way back is UNKNOWN_LEADER_EPOCH."""
-    rec = recorder()
-    checked(rec, Produce(TP, (1,), acks=1), Deliver(CLIENT, 1, 0))
-    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))  # replicated
-    checked(rec, Elect(TP, 1), Deliver(CONTROLLER, 2, 0), DoWork(2, 1), Deliver(2, 1, 0))
-    answer = rec.cluster.network.peek((1, 2), 0)
+    judged = recorder()
+    checked(judged, Produce(TP, (1,), acks=1), Deliver(CLIENT, 1, 0))
+    checked(judged, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))  # replicated
+    checked(judged, Elect(TP, 1), Deliver(CONTROLLER, 2, 0), DoWork(2, 1), Deliver(2, 1, 0))
+    answer = judged.recorder.cluster.network.peek((1, 2), 0)
     assert answer is not None and answer.payload.partitions[0].error is Errors.UNKNOWN_LEADER_EPOCH
-    return rec
+    return judged
 
 
 def test_an_epoch_answer_with_an_error_backs_the_partition_off() -> None:
     """truncateToEpochEndOffsets: a partition answered with an error (not a fenced epoch)
     waits replica.fetch.backoff.ms, still Truncating."""
-    rec = epoch_answer_in_flight()
-    checked(rec, Deliver(1, 2, 0))
-    view = fetcher_view(rec.cluster, 2, 1)
+    judged = epoch_answer_in_flight()
+    checked(judged, Deliver(1, 2, 0))
+    view = fetcher_view(judged.recorder.cluster, 2, 1)
     assert view is not None and view.states[TP].delay_until_ms == view.now_ms + BACKOFF
 
 
 def test_a_fetcher_that_ignores_an_epoch_answer_error_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rec = epoch_answer_in_flight()
+    judged = epoch_answer_in_flight()
     monkeypatch.setattr(AbstractFetcherThread, "handle_partitions_with_errors", lambda s, p: None)
-    found = apply_checked(rec, Deliver(1, 2, 0))
+    found = apply_checked(judged, Deliver(1, 2, 0))
     assert found is not None and found[0] == NAME
     assert "an OffsetsForLeaderEpoch answer" in found[1] and "UNKNOWN_LEADER_EPOCH" in found[1]
 
@@ -319,50 +322,50 @@ def test_a_timed_out_reset_of_an_earlier_epoch_backs_nothing_off() -> None:
 # ------------------------------------------------------------------- a broken connection
 
 
-def leader_dies(rec: SpecRecorder) -> None:
+def leader_dies(judged: Judge) -> None:
     """Follower 2's FETCH goes out at t=0; leader 1 dies at t=100 before answering it."""
-    checked(rec, DoWork(2, 1), Tick(100), Crash(1))
+    checked(judged, DoWork(2, 1), Tick(100), Crash(1))
 
 
 def test_a_request_whose_leader_died_fails_at_once_and_backs_off() -> None:
     """Kafka's network client sees the close: the iteration at t=100 fails the FETCH and
     delays the partition until t=1100; the FETCH then sent to the dead leader is refused and
     fails at once too (t=1100, delayed until t=2100); every step is judged."""
-    rec = recorder()
-    leader_dies(rec)
-    before = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    judged = recorder()
+    leader_dies(judged)
+    before = fetcher_view(judged.recorder.cluster, 2, 1, judge_connection=True)
     assert before is not None and before.connection_broke
-    checked(rec, DoWork(2, 1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    checked(judged, DoWork(2, 1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1)
     assert view is not None and view.in_flight is None
     assert view.states[TP].delay_until_ms == T0 + 1_100
-    checked(rec, Tick(BACKOFF), DoWork(2, 1))
-    assert [type(e.payload).__name__ for e in rec.sent] == ["FetchRequest"]
-    checked(rec, DoWork(2, 1))
-    view = fetcher_view(rec.cluster, 2, 1)
+    checked(judged, Tick(BACKOFF), DoWork(2, 1))
+    assert [type(e.payload).__name__ for e in judged.recorder.sent] == ["FetchRequest"]
+    checked(judged, DoWork(2, 1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1)
     assert view is not None and view.states[TP].delay_until_ms == T0 + 2_100
 
 
 def test_a_wrong_back_off_after_a_disconnect_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """The partition must wait exactly replica.fetch.backoff.ms from the failure."""
-    rec = recorder()
-    leader_dies(rec)
+    judged = recorder()
+    leader_dies(judged)
     monkeypatch.setattr(
         AbstractFetcherThread,
         "handle_partitions_with_errors",
         lambda self, p: self.delay_partitions(p, BACKOFF + 1),
     )
-    found = apply_checked(rec, DoWork(2, 1))
+    found = apply_checked(judged, DoWork(2, 1))
     assert found is not None and found[0] == NAME
     assert "lost its connection at" in found[1]
     assert f"delayed until {T0 + 1_101}, expected {T0 + 1_100}" in found[1]
 
 
 def test_no_back_off_after_a_disconnect_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    rec = recorder()
-    leader_dies(rec)
+    judged = recorder()
+    leader_dies(judged)
     monkeypatch.setattr(AbstractFetcherThread, "_handle_request_failure", lambda self, f: None)
-    found = apply_checked(rec, DoWork(2, 1))
+    found = apply_checked(judged, DoWork(2, 1))
     assert found is not None and found[0] == NAME
     assert f"delayed until None, expected {T0 + 1_100}" in found[1]
 
@@ -370,10 +373,10 @@ def test_no_back_off_after_a_disconnect_is_named(monkeypatch: pytest.MonkeyPatch
 def test_a_disconnect_the_fetcher_does_not_see_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fetcher left waiting for its request's deadline (t=30000) after the leader died is
     named at the crash itself."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Tick(100))
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Tick(100))
     monkeypatch.setattr(AbstractFetcherThread, "process_disconnection", lambda self, a: None)
-    found = apply_checked(rec, Crash(1))
+    found = apply_checked(judged, Crash(1))
     assert found is not None and found[0] == NAME
     assert f"to broker 1, down, waits for its deadline {T0 + TIMEOUT}" in found[1]
 
@@ -382,10 +385,10 @@ def test_a_request_that_fails_early_with_its_connection_whole_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Leader 1 runs: its follower's FETCH may fail only at its deadline."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Tick(100))
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Tick(100))
     monkeypatch.setattr(InFlight, "failed", lambda self, now_ms: True)
-    found = apply_checked(rec, DoWork(2, 1))
+    found = apply_checked(judged, DoWork(2, 1))
     assert found is not None and found[0] == NAME
     assert f"not past its deadline {T0 + TIMEOUT}, with its connection whole" in found[1]
 
@@ -395,21 +398,21 @@ def test_a_request_whose_answer_is_on_its_way_must_wait_for_it(
 ) -> None:
     """The answer leader 1 sent before it died still arrives: a fetcher that gives up on the
     request at the crash is named when it fails it; a right one takes the answer."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Deliver(2, 1), Tick(100), Crash(1))
-    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Deliver(2, 1), Tick(100), Crash(1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1, judge_connection=True)
     assert view is not None and view.in_flight is not None and not view.connection_broke
-    checked(rec, Deliver(1, 2))  # taken
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Deliver(2, 1), Tick(100))
+    checked(judged, Deliver(1, 2))  # taken
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Deliver(2, 1), Tick(100))
 
     def ignore_answers(self: AbstractFetcherThread, answers: object) -> None:
         if self.in_flight is not None:
             self.in_flight.disconnected = True
 
     monkeypatch.setattr(AbstractFetcherThread, "process_disconnection", ignore_answers)
-    checked(rec, Crash(1))
-    found = apply_checked(rec, DoWork(2, 1))
+    checked(judged, Crash(1))
+    found = apply_checked(judged, DoWork(2, 1))
     assert found is not None and "with its connection whole" in found[1]
 
 
@@ -417,13 +420,13 @@ def test_a_leader_restarted_since_the_request_was_sent_broke_its_connection() ->
     """Leader 1 dies at t=100 and is back at t=200 before its follower's next iteration:
     the request sent at t=0 went to the dead incarnation, so it may fail at t=200; the FETCH
     sent at t=1200 goes to the new one, and may not fail early."""
-    rec = recorder()
-    leader_dies(rec)
-    checked(rec, Tick(100), Restart(1))
-    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    judged = recorder()
+    leader_dies(judged)
+    checked(judged, Tick(100), Restart(1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1, judge_connection=True)
     assert view is not None and view.connection_broke
-    checked(rec, DoWork(2, 1), Tick(BACKOFF), DoWork(2, 1))
-    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    checked(judged, DoWork(2, 1), Tick(BACKOFF), DoWork(2, 1))
+    view = fetcher_view(judged.recorder.cluster, 2, 1, judge_connection=True)
     assert view is not None and view.in_flight is not None and not view.connection_broke
     assert view.in_flight.deadline_ms == T0 + 1_200 + TIMEOUT
 
@@ -431,12 +434,12 @@ def test_a_leader_restarted_since_the_request_was_sent_broke_its_connection() ->
 def test_across_a_network_partition_a_death_may_go_unseen() -> None:
     """Follower 2 is cut off from leader 1 when it dies: it need not see the close (its
     FETCH times out); once healed, it must."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Isolate(1, 2), Tick(100), Crash(1))
-    assert rec.cluster.brokers[2].workable_fetchers() == []
-    checked(rec, Heal(1, 2))
-    assert rec.cluster.brokers[2].workable_fetchers() == [1]
-    checked(rec, DoWork(2, 1))
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Isolate(1, 2), Tick(100), Crash(1))
+    assert judged.recorder.cluster.brokers[2].workable_fetchers() == []
+    checked(judged, Heal(1, 2))
+    assert judged.recorder.cluster.brokers[2].workable_fetchers() == [1]
+    checked(judged, DoWork(2, 1))
 
 
 def test_a_failure_before_the_deadline_is_judged_by_the_connection() -> None:
@@ -463,22 +466,22 @@ def test_a_failure_before_the_deadline_is_judged_by_the_connection() -> None:
 def test_a_power_loss_is_not_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Leader 1 loses power at t=100: its host sends no close, so follower 2's FETCH rightly
     waits for its deadline; a fetcher that fails it at once is named."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Tick(100), UncleanShutdown(1))
-    assert rec.cluster.brokers[2].workable_fetchers() == []
-    view = fetcher_view(rec.cluster, 2, 1, judge_connection=True)
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Tick(100), UncleanShutdown(1))
+    assert judged.recorder.cluster.brokers[2].workable_fetchers() == []
+    view = fetcher_view(judged.recorder.cluster, 2, 1, judge_connection=True)
     assert view is not None and view.in_flight is not None and not view.connection_broke
     monkeypatch.setattr(InFlight, "failed", lambda self, now_ms: True)
-    found = apply_checked(rec, DoWork(2, 1))
+    found = apply_checked(judged, DoWork(2, 1))
     assert found is not None and "with its connection whole" in found[1]
 
 
 def test_a_power_loss_stays_one_when_the_dead_broker_is_crashed_again() -> None:
     """A Crash of a broker already down (a hand-written schedule) changes nothing: the host
     that lost power still sends no close, and the judge asks for no early failure."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Tick(100), UncleanShutdown(1), Crash(1))
-    assert rec.cluster.brokers[2].workable_fetchers() == []
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Tick(100), UncleanShutdown(1), Crash(1))
+    assert judged.recorder.cluster.brokers[2].workable_fetchers() == []
 
 
 def test_a_fetcher_that_says_it_has_work_does_something() -> None:
@@ -496,20 +499,22 @@ def test_a_fetcher_that_says_it_has_work_does_something() -> None:
 def test_a_wake_up_off_kafkas_clock_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fetcher's wake-up is 1 ms past its request's deadline, then the end of its back-off;
     one that says otherwise, or that has no work when its back-off is due, is named."""
-    rec = recorder()
-    checked(rec, DoWork(2, 1), Drop(2, 1, 0))
-    fetcher = rec.cluster.brokers[2].replica_manager.replica_fetcher_manager.fetcher_for(1)
+    judged = recorder()
+    checked(judged, DoWork(2, 1), Drop(2, 1, 0))
+    fetcher = judged.recorder.cluster.brokers[
+        2
+    ].replica_manager.replica_fetcher_manager.fetcher_for(1)
     assert fetcher is not None and fetcher.in_flight is not None
     assert fetcher.next_wakeup_ms() == fetcher.in_flight.deadline_ms + 1
-    checked(rec, Tick(TIMEOUT + 1), DoWork(2, 1))  # failed: backs off
-    assert wakeup_violations(rec.cluster) == []
-    assert fetcher.next_wakeup_ms() == rec.cluster.clock.now_ms + BACKOFF
-    early = rec.cluster.clock.now_ms + BACKOFF - 1
+    checked(judged, Tick(TIMEOUT + 1), DoWork(2, 1))  # failed: backs off
+    assert wakeup_violations(judged.recorder.cluster) == []
+    assert fetcher.next_wakeup_ms() == judged.recorder.cluster.clock.now_ms + BACKOFF
+    early = judged.recorder.cluster.clock.now_ms + BACKOFF - 1
     with monkeypatch.context() as m:
         m.setattr(AbstractFetcherThread, "next_wakeup_ms", lambda self: early)
-        [(name, reason)] = wakeup_violations(rec.cluster)
+        [(name, reason)] = wakeup_violations(judged.recorder.cluster)
         assert name == NAME and f"wakes at {early} ms" in reason
-    checked(rec, Tick(BACKOFF))  # due at exactly the end of the back-off
+    checked(judged, Tick(BACKOFF))  # due at exactly the end of the back-off
     monkeypatch.setattr(AbstractFetcherThread, "has_work", lambda self: False)
-    found = apply_checked(rec, Tick(0))
+    found = apply_checked(judged, Tick(0))
     assert found is not None and found[0] == NAME and "a partition ready" in found[1]

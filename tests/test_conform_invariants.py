@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from kreplica.conformance.bridge.replay import setup_from_config
 from kreplica.conformance.cli.main import main
+from kreplica.conformance.replay.trace import setup_from_config
 from kreplica.conformance.tla.apalache import _invariant_names
 from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json
 from kreplica.conformance.tla.specs import default_spec_dir

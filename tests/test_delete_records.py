@@ -7,11 +7,11 @@ from typing import Any
 
 from recorder_helpers import replicated
 
-from kreplica.conformance.bridge.invariants import log_start_of, logs_agree, violations
-from kreplica.conformance.bridge.projection import DELETED
+from kreplica.conformance.bridge.projection import DELETED, log_start_of
 from kreplica.conformance.fuzz.campaign import run_fuzz
 from kreplica.conformance.fuzz.choices import CHOICES, kind_of
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.judges.invariants import logs_agree, violations
 from kreplica.conformance.tla.tlavalue import Record
 from kreplica.impl.messages import TopicPartition
 from kreplica.impl.steps import DeleteRecords, Deliver, DoWork

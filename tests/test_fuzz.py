@@ -13,23 +13,32 @@ import pytest
 from rich.console import Console
 
 from kreplica.conformance.bench.checkpoints import count
-from kreplica.conformance.bridge.checked_steps import (
+from kreplica.conformance.bridge.recorder import SpecRecorder
+from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json, step_to_json
+from kreplica.conformance.errors import TraceError
+from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
+from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
+from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.settle import replay_saved
+from kreplica.conformance.fuzz.setup import CONFIG, DEFAULT_STEPS, DURABLE_MIN_ISR, FuzzSetup
+from kreplica.conformance.fuzz.targets import TARGETS, Target
+from kreplica.conformance.judges.checked_steps import (
     IMPLEMENTATION_ERROR,
     OFFSETS,
     POWER_LOSS_INVARIANTS,
     TAKES_EFFECT,
-    SpecRecorder,
+    Judge,
     apply_checked,
     checked_violations,
     offset_violations,
 )
-from kreplica.conformance.bridge.invariants import (
+from kreplica.conformance.judges.invariants import (
     INVARIANTS,
     epoch_cache_matches_log,
     violations,
 )
-from kreplica.conformance.bridge.invariants import judged as judged_invariants
-from kreplica.conformance.bridge.schedule import (
+from kreplica.conformance.judges.invariants import judged as judged_invariants
+from kreplica.conformance.replay.schedule import (
     TP,
     failure_kind,
     minimize,
@@ -37,14 +46,6 @@ from kreplica.conformance.bridge.schedule import (
     recorded_checks,
     replay_schedule,
 )
-from kreplica.conformance.bridge.step_codec import STEP_CLASSES, step_from_json, step_to_json
-from kreplica.conformance.errors import TraceError
-from kreplica.conformance.fuzz.campaign import run_fuzz, save_failure
-from kreplica.conformance.fuzz.choices import CHOICES, fuzzer_may_take
-from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.liveness import replay_saved
-from kreplica.conformance.fuzz.setup import CONFIG, DEFAULT_STEPS, DURABLE_MIN_ISR, FuzzSetup
-from kreplica.conformance.fuzz.targets import TARGETS, Target
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.impl.cluster import SimulationError
 from kreplica.impl.messages import IsolationLevel
@@ -195,8 +196,9 @@ def test_epoch_cache_matches_log_is_not_judged_where_a_variant_breaks_it_by_desi
     livelock the bug is known for."""
     variant = parse_variant([], bugs)
     recorder = SpecRecorder(FuzzSetup(variant).schedule().cluster(), TP, {})
+    judge = Judge(recorder)
     for step in KAFKA_10706_WIPE:
-        assert apply_checked(recorder, step) is None
+        assert apply_checked(judge, step) is None
     broken = epoch_cache_matches_log(recorder.state)
     assert (broken is not None) == bool(bugs), broken
     judged = [name for name, _ in violations(recorder.state)]
@@ -224,15 +226,16 @@ def test_a_log_whose_offsets_skip_one_breaks_consecutive_offsets() -> None:
     the check and by a step through apply_checked, and a correct log is not."""
     cluster = FuzzSetup().schedule().cluster()
     recorder = SpecRecorder(cluster, TP, {})
+    judge = Judge(recorder)
     for step in (Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0)):
-        assert apply_checked(recorder, step) is None
+        assert apply_checked(judge, step) is None
     log = cluster.log(1, TP)
     assert log is not None and [e.offset for e in log.entries] == [0]
     assert offset_violations(cluster, TP) == []
     log.next_offset += 1  # the next record would go to offset 2: offset 1 skipped
     [(name, reason)] = offset_violations(cluster, TP)
     assert name == OFFSETS and "broker 1: records at offsets [0], log start 0, LEO 2" in reason
-    found = apply_checked(recorder, Tick(1))
+    found = apply_checked(judge, Tick(1))
     assert found is not None and found[0] == OFFSETS
 
 
@@ -246,8 +249,9 @@ def test_a_step_that_changes_nothing_where_the_spec_acts_breaks_step_takes_effec
     step is no action and no failure. The fuzzer offers the step only where it has work to do."""
     cluster = FuzzSetup(replicas=1).schedule().cluster()
     recorder = SpecRecorder(cluster, TP, {})
+    judge = Judge(recorder)
     for produce in (Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0)):
-        assert apply_checked(recorder, produce) is None
+        assert apply_checked(judge, produce) is None
     kind = {Flush: "flush", CheckpointHighWatermarks: "checkpoint"}.get(type(step))
     kind = kind or "delete_records"
     assert CHOICES[kind](cluster, recorder.state) == [step]
@@ -259,12 +263,12 @@ def test_a_step_that_changes_nothing_where_the_spec_acts_breaks_step_takes_effec
         else:
             log = cluster.log(1, TP)
             patched.setattr(log, "maybe_increment_log_start_offset", lambda offset: None)
-        found = apply_checked(recorder, step)
+        found = apply_checked(judge, step)
     assert found is not None and found[0] == TAKES_EFFECT, found
     assert f"{step!r} changed nothing" in found[1]
-    assert apply_checked(recorder, step) is None  # the real step does its work
+    assert apply_checked(judge, step) is None  # the real step does its work
     assert CHOICES[kind](cluster, recorder.state) == []
-    assert apply_checked(recorder, step) is None  # nothing left to do: no action, no failure
+    assert apply_checked(judge, step) is None  # nothing left to do: no action, no failure
 
 
 def test_the_checkpoint_bench_counts_a_power_loss_below_the_checkpoint() -> None:
@@ -272,9 +276,10 @@ def test_the_checkpoint_bench_counts_a_power_loss_below_the_checkpoint() -> None
     survived it: one replica, a record committed and checkpointed, then the power loss."""
     cluster = FuzzSetup(replicas=1).schedule().cluster()
     recorder = SpecRecorder(cluster, TP, {})
+    judge = Judge(recorder)
     steps = (Produce(TP, (1,), -1, 1), Deliver(-1, 1, 0), CheckpointHighWatermarks(1))
     for step in (*steps, UncleanShutdown(1)):
-        assert apply_checked(recorder, step) is None
+        assert apply_checked(judge, step) is None
     counts: Counter[str] = Counter()
     count(recorder.trace(), counts)
     assert counts == Counter(
@@ -397,7 +402,7 @@ def test_a_refused_step_is_a_finding_when_fuzzing_and_a_stale_schedule_in_replay
     the schedule no longer applies, and its replay raises SimulationError (issue 43)."""
     step = Deliver(1, 2)
     schedule = FuzzSetup().schedule([step])
-    found = apply_checked(SpecRecorder(schedule.cluster(), TP, {}), step)
+    found = apply_checked(Judge(SpecRecorder(schedule.cluster(), TP, {})), step)
     assert found == (IMPLEMENTATION_ERROR, f"SimulationError: nothing to deliver at {step}")
     with pytest.raises(SimulationError, match=r"^step 1 of 1: nothing to deliver at Deliver"):
         replay_schedule(schedule)
@@ -541,9 +546,9 @@ def test_a_rules_only_campaign_reports_a_rule_and_its_schedule_replays_with_its_
     the spec's invariants are not checked, Kafka's rules are: a leader that never moves its
     HW breaks HighWatermarkOnTime. The saved schedule says which checks its campaign made, so
     `kreplica replay` checks the same and shows the same violation."""
-    from kreplica.conformance.bridge.lag_times import HW_NAME
     from kreplica.conformance.cli.replay import check_saved_schedule
     from kreplica.conformance.fuzz.campaign import failure_schedule
+    from kreplica.conformance.judges.lag_times import HW_NAME
     from kreplica.impl.partition import Partition
 
     monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)

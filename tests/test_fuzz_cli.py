@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import fuzz, one_error_line
 
-from kreplica.conformance.bridge.schedule import read_schedule, replay_schedule
+from kreplica.conformance.replay.schedule import read_schedule, replay_schedule
 from kreplica.conformance.tla.itf import read_trace
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from cli_helpers import fuzz
 from hypothesis import Phase
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder
-from kreplica.conformance.bridge.schedule import TP
+from kreplica.conformance.bridge.recorder import SpecRecorder
 from kreplica.conformance.fuzz.campaign import fuzz_settings, run_fuzz
 from kreplica.conformance.fuzz.guidance import Coverage, abstract_state
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.replay.schedule import TP
 from kreplica.impl.steps import Deliver, DoWork, Produce, Step, Tick
 
 

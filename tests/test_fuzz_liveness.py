@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.errors import StopTest
 
-from kreplica.conformance.bridge.checked_steps import ANSWERED, REPLICATED, SpecRecorder
-from kreplica.conformance.bridge.schedule import TP, minimize, read_schedule, replay_schedule
+from kreplica.conformance.bridge.recorder import SpecRecorder
 from kreplica.conformance.fuzz import campaign as campaign_module
 from kreplica.conformance.fuzz.campaign import (
     FuzzResult,
@@ -23,13 +22,6 @@ from kreplica.conformance.fuzz.campaign import (
     summary_lines,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.liveness import (
-    SETTLE_TICKS,
-    SentProduce,
-    progress_violation,
-    replay_saved,
-    settle,
-)
 from kreplica.conformance.fuzz.machine import (
     FuzzFailure,
     ReplicationMachine,
@@ -37,7 +29,15 @@ from kreplica.conformance.fuzz.machine import (
     StoppedRunFailure,
 )
 from kreplica.conformance.fuzz.plan import RunPlan
+from kreplica.conformance.fuzz.settle import SETTLE_TICKS, replay_saved, settle
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
+from kreplica.conformance.judges.liveness import (
+    ANSWERED,
+    REPLICATED,
+    SentProduce,
+    progress_violation,
+)
+from kreplica.conformance.replay.schedule import TP, minimize, read_schedule, replay_schedule
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS
 from kreplica.impl.cluster import Cluster

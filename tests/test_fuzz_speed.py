@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from kreplica.conformance.bridge.invariants import INVARIANTS, READS, violations
 from kreplica.conformance.bridge.projection import OnVariables
 from kreplica.conformance.fuzz.campaign import run_fuzz
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.guidance import _abstract_state, abstract_state
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.judges.invariants import INVARIANTS, READS, violations
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.impl.variants import parse_variant
 

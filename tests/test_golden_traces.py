@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kreplica.conformance.bridge.replay import replay_trace, setup_from_config
+from kreplica.conformance.replay.trace import replay_trace, setup_from_config
 from kreplica.conformance.tla.itf import read_trace
 from kreplica.conformance.tla.specs import load_config, resolve_spec_dir
 

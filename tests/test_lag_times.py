@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
-from kreplica.conformance.bridge.lag_times import (
+from kreplica.conformance.bridge.projection import CLIENT
+from kreplica.conformance.bridge.recorder import SpecRecorder
+from kreplica.conformance.judges.checked_steps import Judge, apply_checked
+from kreplica.conformance.judges.lag_times import (
     HW_NAME,
     NAME,
     FollowerTimes,
     LagTimes,
     hw_violations,
 )
-from kreplica.conformance.bridge.projection import CLIENT
 from kreplica.conformance.tla.tlavalue import Record
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
@@ -25,20 +26,20 @@ TP = TopicPartition("t", 0)
 LAG = BrokerConfig().replica_lag_time_max_ms
 
 
-def recorder() -> SpecRecorder:
+def recorder() -> Judge:
     """Two brokers, broker 1 leading, follower fetches answered at once (as the fuzzer's)."""
     c = Cluster((1, 2), {"t": 1}, config=BrokerConfig(replica_fetch_wait_max_ms=0))
-    return SpecRecorder(c, TP, {})
+    return Judge(SpecRecorder(c, TP, {}))
 
 
-def checked(rec: SpecRecorder, *steps: object) -> None:
+def checked(judged: Judge, *steps: object) -> None:
     for step in steps:
-        assert apply_checked(rec, step) is None, step  # type: ignore[arg-type]
+        assert apply_checked(judged, step) is None, step  # type: ignore[arg-type]
 
 
-def fetch_round(rec: SpecRecorder) -> None:
+def fetch_round(judged: Judge) -> None:
     """Follower 2 fetches once from leader 1 and handles the answer."""
-    checked(rec, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))
+    checked(judged, DoWork(2, 1), Deliver(2, 1, 0), Deliver(1, 2, 0))
 
 
 def test_times_follow_kafkas_rules() -> None:
@@ -46,46 +47,48 @@ def test_times_follow_kafkas_rules() -> None:
     leader's LEO but at or above the LEO of the last fetch moves the caught-up time to the last
     fetch's (time 0 here: no change); a fetch at the leader's LEO moves it to now
     (Replica.updateFetchState)."""
-    rec = recorder()
-    start = rec.cluster.clock.now_ms
-    assert rec.lag_times.times == {(1, 2): FollowerTimes(start, -1, 0)}
-    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(1_000))
-    fetch_round(rec)  # at 0, leader LEO 1: behind, but at or above the last fetch's LEO (-1)
-    assert rec.lag_times.times[(1, 2)] == FollowerTimes(start, 1, start + 1_000)
-    assert rec.state["log"][1] == rec.state["log"][0]  # the answer brought the record
-    checked(rec, Tick(1_000))
-    fetch_round(rec)  # at 1, the leader's LEO: caught up now
-    assert rec.lag_times.times[(1, 2)] == FollowerTimes(start + 2_000, 1, start + 2_000)
+    judged = recorder()
+    start = judged.recorder.cluster.clock.now_ms
+    assert judged.lag_times.times == {(1, 2): FollowerTimes(start, -1, 0)}
+    checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(1_000))
+    fetch_round(judged)  # at 0, leader LEO 1: behind, but at or above the last fetch's LEO (-1)
+    assert judged.lag_times.times[(1, 2)] == FollowerTimes(start, 1, start + 1_000)
+    assert (
+        judged.recorder.state["log"][1] == judged.recorder.state["log"][0]
+    )  # the answer brought the record
+    checked(judged, Tick(1_000))
+    fetch_round(judged)  # at 1, the leader's LEO: caught up now
+    assert judged.lag_times.times[(1, 2)] == FollowerTimes(start + 2_000, 1, start + 2_000)
 
 
 def test_a_follower_that_lags_is_dropped_on_time() -> None:
     """Behind the leader's LEO for more than replica.lag.time.max.ms: the shrink drops it, and
     the checker agrees; a moment earlier, it is not lagging."""
-    rec = recorder()
-    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0))
-    now = rec.cluster.clock.now_ms
-    assert rec.lag_times.out_of_sync(rec.state, 1, now + LAG) == frozenset()
-    assert rec.lag_times.out_of_sync(rec.state, 1, now + LAG + 1) == {2}
-    checked(rec, Tick(LAG + 1), ShrinkIsr(1))
-    assert rec.state["isr"][0] == frozenset({1})
+    judged = recorder()
+    checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0))
+    now = judged.recorder.cluster.clock.now_ms
+    assert judged.lag_times.out_of_sync(judged.recorder.state, 1, now + LAG) == frozenset()
+    assert judged.lag_times.out_of_sync(judged.recorder.state, 1, now + LAG + 1) == {2}
+    checked(judged, Tick(LAG + 1), ShrinkIsr(1))
+    assert judged.recorder.state["isr"][0] == frozenset({1})
 
 
 def test_a_shrink_before_the_lag_time_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """A leader that drops a follower as soon as it is behind (no clock) breaks the rule."""
-    rec = recorder()
-    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0))
+    judged = recorder()
+    checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0))
     monkeypatch.setattr(Partition, "get_out_of_sync_replicas", lambda self, lag: frozenset({2}))
-    found = apply_checked(rec, ShrinkIsr(1))
+    found = apply_checked(judged, ShrinkIsr(1))
     assert found is not None and found[0] == NAME
     assert "dropped [2]" in found[1] and "30000 ms: none" in found[1]
 
 
 def test_a_leader_that_keeps_a_lagging_follower_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """A leader whose isr-expiration task runs and keeps a follower lagging by the clock."""
-    rec = recorder()
-    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
+    judged = recorder()
+    checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
     monkeypatch.setattr(Partition, "get_out_of_sync_replicas", lambda self, lag: frozenset())
-    found = apply_checked(rec, ShrinkIsr(1))
+    found = apply_checked(judged, ShrinkIsr(1))
     assert found is not None and found[0] == NAME
     assert "dropped no follower" in found[1] and ": [2]" in found[1]
 
@@ -95,12 +98,12 @@ def test_a_leader_that_keeps_its_hw_after_a_fetch_that_moves_it_is_named(
 ) -> None:
     """maybeIncrementLeaderHW on a fetch that moved the follower's LEO (R13): the one
     follower has the record, so the HW must reach it."""
-    rec = recorder()
-    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0))
-    fetch_round(rec)  # the record reaches follower 2
+    judged = recorder()
+    checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0))
+    fetch_round(judged)  # the record reaches follower 2
     monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)
-    checked(rec, DoWork(2, 1))
-    found = apply_checked(rec, Deliver(2, 1, 0))  # at offset 1: the follower has it
+    checked(judged, DoWork(2, 1))
+    found = apply_checked(judged, Deliver(2, 1, 0))  # at offset 1: the follower has it
     assert found is not None and found[0] == HW_NAME
     assert "HW is 0 after a fetch" in found[1] and "expected 1" in found[1]
 
@@ -125,21 +128,21 @@ def test_the_hw_is_judged_at_a_shrink_and_an_append(monkeypatch: pytest.MonkeyPa
     """maybeIncrementLeaderHW runs after an ISR shrink and after an append too (R13): once the
     lagging follower is out of the ISR and no longer caught up on time, the leader alone
     bounds its HW, so the HW must reach its LEO at the shrink, and again at the next append."""
-    rec = recorder()
-    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
-    checked(rec, ShrinkIsr(1))  # the unpatched leader moves its HW to 1 here
-    assert rec.state["isr"][0] == frozenset({1}) and rec.state["hw"][0] == 1
+    judged = recorder()
+    checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
+    checked(judged, ShrinkIsr(1))  # the unpatched leader moves its HW to 1 here
+    assert judged.recorder.state["isr"][0] == frozenset({1}) and judged.recorder.state["hw"][0] == 1
     monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)
-    checked(rec, Produce(TP, (2,), 1, broker=1))
-    found = apply_checked(rec, Deliver(CLIENT, 1, 0))
+    checked(judged, Produce(TP, (2,), 1, broker=1))
+    found = apply_checked(judged, Deliver(CLIENT, 1, 0))
     assert found is not None and found[0] == HW_NAME
     assert "HW is 1 after an append" in found[1] and "expected 2" in found[1]
 
     monkeypatch.undo()
-    rec = recorder()
-    checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
+    judged = recorder()
+    checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
     monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False)
-    found = apply_checked(rec, ShrinkIsr(1))
+    found = apply_checked(judged, ShrinkIsr(1))
     assert found is not None and found[0] == HW_NAME
     assert "HW is 0 after an ISR shrink" in found[1] and "expected 1" in found[1]
 
@@ -149,12 +152,12 @@ def test_kafkas_rules_are_checked_without_the_invariants(monkeypatch: pytest.Mon
     `--no-invariants` alone (both off) only records."""
     found = {}
     for rules in (True, False):
-        rec = recorder()
-        checked(rec, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
+        judged = recorder()
+        checked(judged, Produce(TP, (1,), 1, broker=1), Deliver(CLIENT, 1, 0), Tick(LAG + 1))
         monkeypatch.setattr(
             Partition, "maybe_increment_leader_hw", lambda self, log, now=None: False
         )
-        found[rules] = apply_checked(rec, ShrinkIsr(1), invariants=False, rules=rules)
+        found[rules] = apply_checked(judged, ShrinkIsr(1), invariants=False, rules=rules)
         monkeypatch.undo()
     assert found[True] is not None and found[True][0] == HW_NAME
     assert found[False] is None

@@ -8,8 +8,6 @@ from dataclasses import replace
 
 import pytest
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, apply_checked
-from kreplica.conformance.bridge.client_answers import judge
 from kreplica.conformance.bridge.local_partitions import (
     LOCAL_RECORDS,
     SPEC_TP,
@@ -17,15 +15,18 @@ from kreplica.conformance.bridge.local_partitions import (
     spec_cluster,
 )
 from kreplica.conformance.bridge.projection import CLIENT
-from kreplica.conformance.bridge.schedule import (
+from kreplica.conformance.bridge.recorder import SpecRecorder
+from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
+from kreplica.conformance.errors import TraceError
+from kreplica.conformance.fuzz.setup import CONFIG, FuzzSetup
+from kreplica.conformance.judges.checked_steps import Judge, apply_checked
+from kreplica.conformance.judges.client_answers import judge
+from kreplica.conformance.replay.schedule import (
     Schedule,
     dumps_schedule,
     replay_schedule,
     schedule_from_json,
 )
-from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
-from kreplica.conformance.errors import TraceError
-from kreplica.conformance.fuzz.setup import CONFIG, FuzzSetup
 from kreplica.impl.messages import RECORD_SIZE_BYTES, FetchResponse, LogEntry
 from kreplica.impl.steps import (
     ConsumerFetch,
@@ -41,29 +42,29 @@ from kreplica.impl.variants import Variant
 R = RECORD_SIZE_BYTES
 
 
-def recorder() -> SpecRecorder:
+def recorder() -> Judge:
     """The fuzzer's cluster of three brokers, recorded for t-0."""
-    return SpecRecorder(spec_cluster(3, Variant(), CONFIG, LOCAL_RECORDS), SPEC_TP, {})
+    return Judge(SpecRecorder(spec_cluster(3, Variant(), CONFIG, LOCAL_RECORDS), SPEC_TP, {}))
 
 
-def drain(rec: SpecRecorder, rounds: int = 6) -> None:
+def drain(judged: Judge, rounds: int = 6) -> None:
     """Deliver every message and run every fetcher, `rounds` times, every step checked."""
-    c = rec.cluster
+    c = judged.recorder.cluster
     for _ in range(rounds):
         for link in c.network.deliverable_links():
-            assert apply_checked(rec, Deliver(*link)) is None
+            assert apply_checked(judged, Deliver(*link)) is None
         for b in c.broker_ids:
             for source in c.brokers[b].workable_fetchers():
-                assert apply_checked(rec, DoWork(b, source)) is None
+                assert apply_checked(judged, DoWork(b, source)) is None
 
 
-def fetch(rec: SpecRecorder, step: ConsumerFetch) -> FetchResponse:
+def fetch(judged: Judge, step: ConsumerFetch) -> FetchResponse:
     """Send `step` to broker 1 and deliver it, checked; the answer."""
     for s in (step, Deliver(CLIENT, 1, 0)):
-        assert apply_checked(rec, s) is None, s
-    answer = rec.cluster.network.queue((1, CLIENT))[-1].payload
+        assert apply_checked(judged, s) is None, s
+    answer = judged.recorder.cluster.network.queue((1, CLIENT))[-1].payload
     assert isinstance(answer, FetchResponse)
-    assert apply_checked(rec, Deliver(1, CLIENT, 0)) is None
+    assert apply_checked(judged, Deliver(1, CLIENT, 0)) is None
     return answer
 
 
@@ -101,17 +102,17 @@ def test_two_partitions_share_the_response_limit_in_the_request_order(
     other_first: bool, other_offset: int, limit: int, expected: dict[str, int]
 ) -> None:
     """t-0 holds 3 committed records; every answer is judged right as it is sent."""
-    rec = recorder()
+    judged = recorder()
     for record in (1, 2, 3):
-        assert apply_checked(rec, Produce(SPEC_TP, (record,), 1, broker=1)) is None
-        assert apply_checked(rec, Deliver(CLIENT, 1, 0)) is None
-        drain(rec)
-    drain(rec)
-    assert rec.state["hw"][0] == 3
+        assert apply_checked(judged, Produce(SPEC_TP, (record,), 1, broker=1)) is None
+        assert apply_checked(judged, Deliver(CLIENT, 1, 0)) is None
+        drain(judged)
+    drain(judged)
+    assert judged.recorder.state["hw"][0] == 3
     step = ConsumerFetch(SPEC_TP, 0, 1, max_bytes=2 * R)
     step = replace(step, other=local_partition(1), other_offset=other_offset)
     step = replace(step, other_first=other_first)
-    answer = fetch(rec, replace(step, response_max_bytes=limit))
+    answer = fetch(judged, replace(step, response_max_bytes=limit))
     assert counts(answer) == expected
     order = [str(p.tp) for p in answer.partitions]
     assert order == (["local-0", "t-0"] if other_first else ["t-0", "local-0"])
@@ -120,49 +121,59 @@ def test_two_partitions_share_the_response_limit_in_the_request_order(
 def test_a_wrong_share_of_the_limit_is_named() -> None:
     """A t-0 record after the local partition used the whole limit, or a local record
     missing, is a wrong answer."""
-    rec = recorder()
-    assert apply_checked(rec, Produce(SPEC_TP, (1,), 1, broker=1)) is None
-    assert apply_checked(rec, Deliver(CLIENT, 1, 0)) is None
-    drain(rec)
+    judged = recorder()
+    assert apply_checked(judged, Produce(SPEC_TP, (1,), 1, broker=1)) is None
+    assert apply_checked(judged, Deliver(CLIENT, 1, 0)) is None
+    drain(judged)
     step = ConsumerFetch(SPEC_TP, 0, 1, other=local_partition(1), other_first=True)
     step = replace(step, response_max_bytes=2 * R)
-    answer = fetch(rec, step)
+    answer = fetch(judged, step)
     assert counts(answer) == {"local-0": 2, "t-0": 0}
-    before = set(rec.cluster.client.pending)
-    rec.cluster.apply(step)
-    [corr] = set(rec.cluster.client.pending) - before
-    sent = rec.cluster.client.pending[corr].request
+    before = set(judged.recorder.cluster.client.pending)
+    judged.recorder.cluster.apply(step)
+    [corr] = set(judged.recorder.cluster.client.pending) - before
+    sent = judged.recorder.cluster.client.pending[corr].request
     local, t0 = answer.partitions
     extra = replace(t0, records=(LogEntry(0, 0, 1),))
     reason = judge(
-        sent, replace(answer, partitions=(local, extra)), 1, SPEC_TP, rec.state, rec.cluster
+        sent,
+        replace(answer, partitions=(local, extra)),
+        1,
+        SPEC_TP,
+        judged.recorder.state,
+        judged.recorder.cluster,
     )
     assert reason is not None and "0 bytes left" in reason and "expected []" in reason
     short = replace(local, records=local.records[:1])
     reason = judge(
-        sent, replace(answer, partitions=(short, t0)), 1, SPEC_TP, rec.state, rec.cluster
+        sent,
+        replace(answer, partitions=(short, t0)),
+        1,
+        SPEC_TP,
+        judged.recorder.state,
+        judged.recorder.cluster,
     )
     assert reason is not None and "FETCH of local-0 at 0" in reason
-    assert judge(sent, answer, 1, SPEC_TP, rec.state, rec.cluster) is None
+    assert judge(sent, answer, 1, SPEC_TP, judged.recorder.state, judged.recorder.cluster) is None
 
 
 def test_a_leader_and_isr_of_a_local_partition_alone_is_no_spec_action() -> None:
     """Broker 3 restarts: the controller sends it t-0's state, then elects its local
     partition in a request of its own, which the recorder leaves hidden."""
-    rec = recorder()
+    judged = recorder()
     for step in (Crash(3), DetectFailure(3)):
-        assert apply_checked(rec, step) is None
-    drain(rec)
-    assert apply_checked(rec, Restart(3)) is None
-    queue = rec.cluster.network.queue((0, 3))
+        assert apply_checked(judged, step) is None
+    drain(judged)
+    assert apply_checked(judged, Restart(3)) is None
+    queue = judged.recorder.cluster.network.queue((0, 3))
     assert [[s.tp for s in e.payload.partition_states] for e in queue] == [
         [SPEC_TP],
         [local_partition(3)],
     ]
-    events = rec.apply(Deliver(0, 3, 0))
+    events = judged.recorder.apply(Deliver(0, 3, 0))
     assert [e.action for e in events] == ["BecomeLeaderOrFollower"]
-    assert rec.apply(Deliver(0, 3, 0)) == []
-    assert rec.cluster.leader(local_partition(3)) == 3
+    assert judged.recorder.apply(Deliver(0, 3, 0)) == []
+    assert judged.recorder.cluster.leader(local_partition(3)) == 3
 
 
 def test_schedules_and_steps_keep_the_local_partitions() -> None:

@@ -12,9 +12,11 @@ import pytest
 from click.testing import CliRunner
 from recorder_helpers import replicated
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, client_violations
+from kreplica.conformance.bridge.recorder import Event, SpecRecorder
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.fuzz.choices import CHOICES
+from kreplica.conformance.judges.arrivals import Arrivals
+from kreplica.conformance.judges.checked_steps import client_violations
 from kreplica.impl.errors import KafkaStorageError
 from kreplica.impl.fetch_state import OffsetTruncationState
 from kreplica.impl.messages import (
@@ -33,6 +35,7 @@ from kreplica.impl.steps import (
     HaltOnLogDirFailure,
     Restart,
     ShrinkIsr,
+    Step,
     Tick,
     UncleanShutdown,
 )
@@ -55,16 +58,24 @@ def test_a_leader_whose_log_dir_failed_answers_kafka_storage_error() -> None:
     base offset and log start -1, UnknownLogAppendInfo); the leader appends nothing, shrinks
     no ISR, deletes and flushes nothing; the client's answer is judged right."""
     c, rec = replicated(1, SpecRecorder)
-    rec.apply(c.next_record(TP))
-    rec.apply(Deliver(-1, 1))  # a record follower 2 lacks: it would fall out of the ISR
-    rec.apply(FailLogDir(1, TP))
-    rec.apply(DoWork(2, 1))
-    rec.apply(Deliver(2, 1))
+    ledger = Arrivals()  # the client's requests from here on, for client_violations
+
+    def apply(step: Step) -> list[Event]:
+        arrival = ledger.before(c, TP, rec.state, step)
+        events = rec.apply(step)
+        ledger.after(arrival, rec.sent)
+        return events
+
+    apply(c.next_record(TP))
+    apply(Deliver(-1, 1))  # a record follower 2 lacks: it would fall out of the ISR
+    apply(FailLogDir(1, TP))
+    apply(DoWork(2, 1))
+    apply(Deliver(2, 1))
     [answer] = [e.payload for e in rec.sent]
     assert isinstance(answer, FetchResponse)
     assert [p.error for p in answer.partitions] == [Errors.KAFKA_STORAGE_ERROR]
-    rec.apply(c.next_record(TP))
-    [event] = rec.apply(Deliver(-1, 1))
+    apply(c.next_record(TP))
+    [event] = apply(Deliver(-1, 1))
     assert event.action == "Produce"
     [produced] = [e.payload for e in rec.sent]
     assert isinstance(produced, ProduceResponse)
@@ -72,7 +83,7 @@ def test_a_leader_whose_log_dir_failed_answers_kafka_storage_error() -> None:
     assert (part.error, part.base_offset, part.log_start_offset) == (
         Errors.KAFKA_STORAGE_ERROR, -1, -1,
     )  # fmt: skip
-    assert client_violations(rec) == []
+    assert client_violations(rec, ledger) == []
     assert len(rec.state["log"][0]) == 2, "nothing was appended"
     before = rec.state
     rec.apply(Tick(c.config.replica_lag_time_max_ms + 1))

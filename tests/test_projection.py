@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from recorder_helpers import replicated
 
-from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.projection import NOT_HOSTED, Projector
 from kreplica.conformance.bridge.recorder import Recorder
+from kreplica.conformance.judges.invariants import violations
 from kreplica.conformance.tla.tlavalue import Record
 from kreplica.conformance.tla.tlc_output import parse_tlc_output
 from kreplica.conformance.tla.vocabulary import VARIABLES

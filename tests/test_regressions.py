@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kreplica.conformance.bridge.schedule import read_schedule
-from kreplica.conformance.fuzz.liveness import replay_saved
+from kreplica.conformance.fuzz.settle import replay_saved
 from kreplica.conformance.fuzz.targets import TARGETS
+from kreplica.conformance.replay.schedule import read_schedule
 from kreplica.conformance.tla.itf import read_trace
 
 REGRESSIONS = Path(__file__).resolve().parent.parent / "traces" / "regressions"

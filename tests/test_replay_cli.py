@@ -10,8 +10,8 @@ import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
 
-from kreplica.conformance.bridge.replay import SPEC_ACTIONS
 from kreplica.conformance.cli.main import main
+from kreplica.conformance.replay.trace import SPEC_ACTIONS
 
 ROOT = Path(__file__).parent.parent
 S1 = ROOT / "traces" / "golden" / "S1_HwTruncation.itf.json"

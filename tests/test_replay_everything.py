@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from kreplica.conformance.bridge.setups import choose_setup
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.cli.replay import EXIT_CANNOT_REPLAY
 from kreplica.conformance.fuzz.random_walk import main as random_walk
+from kreplica.conformance.replay.setups import choose_setup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.validate.results import iter_rows
 from kreplica.conformance.validate.sources import local_files, variant_note

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from kreplica.conformance.bridge.checked_steps import IMPLEMENTATION_ERROR, Violation
-from kreplica.conformance.bridge.schedule import (
+from kreplica.conformance.cli.main import main
+from kreplica.conformance.cli.replay import EXIT_CANNOT_REPLAY
+from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED
+from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.judges.checked_steps import IMPLEMENTATION_ERROR, Violation
+from kreplica.conformance.replay.schedule import (
     TP,
     Schedule,
     read_schedule,
@@ -20,10 +24,6 @@ from kreplica.conformance.bridge.schedule import (
     same_failure,
     write_schedule,
 )
-from kreplica.conformance.cli.main import main
-from kreplica.conformance.cli.replay import EXIT_CANNOT_REPLAY
-from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED
-from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.impl.cluster import SimulationError
 from kreplica.impl.log import LogAppendInfo
 from kreplica.impl.partition import Partition

@@ -16,9 +16,9 @@ import pytest
 
 from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED
 from kreplica.conformance.bridge.recorder import Recorder
-from kreplica.conformance.bridge.replay import TP, setup_from_config
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.fuzz.setup import CONFIG, FETCH_MAX_RECORDS
+from kreplica.conformance.replay.trace import TP, setup_from_config
 from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.tlc import TlcOptions, find_java

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from kreplica.conformance.bridge.schedule import read_schedule
 from kreplica.conformance.errors import KreplicaError, run_command
-from kreplica.conformance.fuzz.liveness import replay_saved
+from kreplica.conformance.fuzz.settle import replay_saved
+from kreplica.conformance.replay.schedule import read_schedule
 from kreplica.conformance.tla.itf import dumps_trace, read_trace
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"

@@ -43,7 +43,9 @@ NO_LEADER = -1
 # that has accepted no leader epoch yet shows its own -1 (NoEpoch), as Kafka's does.
 NOT_HOSTED = -2
 UNDEFINED = -1
-DELETED = Record({"epoch": UNDEFINED, "record": 0})
+DELETED_RECORD = 0
+"""The record id of the spec's entry Deleted: an offset below a log's start offset."""
+DELETED = Record({"epoch": UNDEFINED, "record": DELETED_RECORD})
 """The spec's entry at an offset below a log's start offset (its record is deleted)."""
 CLIENT = -1
 CONTROLLER = 0
@@ -102,6 +104,12 @@ class History:
 
 TIMESTAMPS: dict[int, Value] = {LATEST_TIMESTAMP: "LATEST", EARLIEST_TIMESTAMP: "EARLIEST"}
 """A LIST_OFFSETS timestamp in the spec's words."""
+
+
+def log_start_of(s: State, r: int) -> int:
+    """LogStart(r): how many Deleted entries begin replica r's log in state `s`."""
+    log = s["log"][r - 1]
+    return next((o for o, e in enumerate(log) if e["record"] != DELETED_RECORD), len(log))
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -19,15 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kreplica.conformance.bridge.checkpoint_times import CheckpointTimes
-from kreplica.conformance.bridge.invariants import log_start_of
-from kreplica.conformance.bridge.lag_times import LagTimes
 from kreplica.conformance.bridge.local_partitions import SPEC_TP
 from kreplica.conformance.bridge.projection import (
     CLIENT,
     Projector,
     State,
     delivered_to_running,
+    log_start_of,
 )
 from kreplica.conformance.bridge.step_codec import step_to_json
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
@@ -68,22 +66,6 @@ from kreplica.impl.steps import (
 )
 
 Args = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Arrival:
-    """A client request a broker got: which broker, in which incarnation, and when (a
-    delayed PRODUCE's or FETCH's wait starts then)."""
-
-    broker: int
-    incarnation: int
-    time_ms: int
-    request: Any
-    log_start: int
-    """The broker's log start offset when the request arrived (a PRODUCE's answer carries it)."""
-    segment: int | None = None
-    """The base offset of the broker's log segment when the request arrived: a FETCH's offset
-    is read on it (None: the broker has no log of the partition)."""
 
 
 # Responses named by the action that handles them at the follower.
@@ -210,18 +192,6 @@ class Recorder:
         """Steps applied since the last recorded action that performed none."""
         self.sent: list[Envelope] = []
         """The messages the last step put on the network."""
-        self.lag_times = LagTimes(cluster.broker_ids, cluster.config.replica_lag_time_max_ms)
-        """Kafka's caught-up times of the followers, as the recorded actions imply them."""
-        self.lag_times.start(self.state, cluster.clock.now_ms)
-        self.checkpoint_times = CheckpointTimes(cluster, self.state)
-        """The HW checkpoint task's schedule, as the steps imply it (`checked_steps` judges)."""
-        self.arrivals: dict[int, Arrival] = {}
-        """The client's requests that reached a broker, by correlation id."""
-        self.arrived: int | None = None
-        """The correlation id of the client request the last step delivered, if any."""
-        self.answered: set[int] = set()
-        """The correlation ids of the client's requests a broker has answered (a FETCH may
-        wait in the purgatory first)."""
 
     @property
     def state(self) -> State:
@@ -246,10 +216,7 @@ class Recorder:
             and step.broker in before["alive"] - before["logDirOffline"]
         ):
             self.projector.note_fault(unclean=False)  # the spec counts it as a crash
-        arrival = self._client_arrival(step)
-        self.arrived = None if arrival is None else getattr(arrival.request, "correlation_id", -1)
         sent = self.sent = self.cluster.apply(step)
-        self._note_client_requests(arrival, sent)
         if isinstance(step, DoWork):
             self._remember_senders(step.broker, step.source, sent)
         elif isinstance(step, Deliver) and (step.src, step.dst) in self._fetcher_links(sent):
@@ -258,10 +225,6 @@ class Recorder:
         after = self.projector.step(before, cause)
         now = self.cluster.clock.now_ms
         events = [replace(e, now_ms=now) for e in self._events(step, named, before, after, sent)]
-        previous = before
-        for event in events:
-            self.lag_times.observe(event.action, event.args, previous, event.state, now, sent)
-            previous = event.state
         if not events:
             self.hidden.append(step)
             return events
@@ -270,28 +233,6 @@ class Recorder:
             self.hidden = []
         self.events.extend(events)
         return events
-
-    def _client_arrival(self, step: Step) -> Arrival | None:
-        """The client request `step` delivers to a running broker, if it delivers one."""
-        if not (isinstance(step, Deliver) and step.src == CLIENT):
-            return None
-        envelope = self.cluster.network.peek((step.src, step.dst), step.index)
-        if envelope is None or not self.cluster.is_alive(step.dst):
-            return None
-        incarnation = self.cluster.brokers[step.dst].incarnation
-        log_start = log_start_of(self.state, step.dst)
-        now = self.cluster.clock.now_ms
-        log = self.cluster.log(step.dst, self.tp)
-        segment = None if log is None else log.base_offset
-        return Arrival(step.dst, incarnation, now, envelope.payload, log_start, segment)
-
-    def _note_client_requests(self, arrival: Arrival | None, sent: list[Envelope]) -> None:
-        """Remember a request that arrived, and the answers this step sent."""
-        if arrival is not None:
-            self.arrivals[getattr(arrival.request, "correlation_id", -1)] = arrival
-        for envelope in sent:
-            if envelope.dst == CLIENT:
-                self.answered.add(getattr(envelope.payload, "correlation_id", -1))
 
     def _fetcher(self, broker: int, source: int) -> AbstractFetcherThread | None:
         manager = self.cluster.brokers[broker].replica_manager.replica_fetcher_manager
@@ -444,6 +385,37 @@ class Recorder:
         #meta)."""
         states = [ItfState(e.state, e.action, e.args, meta=_meta(e)) for e in self.events]
         return ItfTrace(list(VARIABLES), states, meta={**self.meta, "hidden_steps": True})
+
+
+class SpecRecorder(Recorder):
+    """The recorder, except that some client requests are no spec action: a consumer's FETCH
+    and LIST_OFFSETS (the spec's reads are its `committed` history; `client_answers` judges
+    their answers), and a PRODUCE the broker refuses before the spec's Produce could take it:
+    at a broker that does not lead, with invalid acks, to another partition, or in a batch
+    that is not one record (the spec's Produce appends one; message.max.bytes refuses two in
+    the fuzzer's set-up). The fuzzer retries such a record at once, as a producer does, so the
+    spec's producer sends it once."""
+
+    def _name(self, step: Step) -> tuple[str, Args] | None:
+        """The spec action of a step; None for a client request the spec does not see."""
+        if isinstance(step, Deliver) and step.src == CLIENT:
+            envelope = self.cluster.network.peek((step.src, step.dst), step.index)
+            payload = None if envelope is None else envelope.payload  # None: refused
+            if isinstance(payload, FetchRequest | ListOffsetsRequest) and payload.replica_id < 0:
+                return None
+            if isinstance(payload, ProduceRequest) and not self._spec_produce(step.dst, payload):
+                return None
+        return super()._name(step)
+
+    def _spec_produce(self, broker: int, request: ProduceRequest) -> bool:
+        """True if the spec's Produce(broker, acks) is the one to judge `request`."""
+        s = self.state
+        return (
+            request.acks in (-1, 0, 1)
+            and all(p.tp == self.tp and len(p.record_ids) == 1 for p in request.partitions)
+            and broker in s["alive"]
+            and s["leader"][broker - 1] == broker
+        )
 
 
 def _meta(event: Event) -> dict[str, Any]:

@@ -9,23 +9,23 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from kreplica.conformance.bridge.replay import (
+from kreplica.conformance.cli.console import console as make_console
+from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
+from kreplica.conformance.fuzz.settle import replay_saved
+from kreplica.conformance.replay.schedule import (
+    Schedule,
+    recorded_checks,
+    same_failure,
+    schedule_from_json,
+)
+from kreplica.conformance.replay.setups import choose_setup
+from kreplica.conformance.replay.trace import (
     REPLAYABLE_ACTIONS,
     SPEC_ONLY_ACTIONS,
     ReplayResult,
     hidden_steps,
     replay_trace,
 )
-from kreplica.conformance.bridge.schedule import (
-    Schedule,
-    recorded_checks,
-    same_failure,
-    schedule_from_json,
-)
-from kreplica.conformance.bridge.setups import choose_setup
-from kreplica.conformance.cli.console import console as make_console
-from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, TraceError
-from kreplica.conformance.fuzz.liveness import replay_saved
 from kreplica.conformance.tla.itf import (
     ItfTrace,
     corpus_line,

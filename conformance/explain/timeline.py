@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kreplica.conformance.bridge.checked_steps import checked_violations
-from kreplica.conformance.bridge.invariants import DELETED_RECORD, log_start_of
+from kreplica.conformance.bridge.projection import DELETED_RECORD, log_start_of
 from kreplica.conformance.explain.kafka_words import describe
+from kreplica.conformance.judges.checked_steps import checked_violations
 from kreplica.conformance.tla.itf import ItfTrace, to_itf
 
 State = dict[str, Any]

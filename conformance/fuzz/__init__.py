@@ -7,8 +7,10 @@ touches of Hypothesis internals, with the release they were checked against), `c
 (runs, failures, saving, the summary), `targets` (each seeded bug and unsafe variant with the
 set-up that hunts it), `corpus_writer` (every run's trace as a JSON line), `random_walk`
 (cheap random-walk corpora), `reproducible` (a seeded campaign that depends on its seed
-alone), `liveness` (the settle phase: once the faults stop, replication catches up),
+alone), `settle` (the settle phase: once the faults stop, the cluster settles and is judged
+by `judges.liveness`),
 `guidance` (abstract states and a run's rarity, for `--guided`).
 
-May import: `kreplica.conformance.bridge`, `.tla`, `.errors`, and `kreplica.impl`.
+May import: `kreplica.conformance.replay`, `.judges`, `.bridge`, `.tla`, `.errors`, and
+`kreplica.impl`.
 """

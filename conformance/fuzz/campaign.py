@@ -13,21 +13,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kreplica.conformance.bridge.checked_steps import LIVENESS
 from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS
-from kreplica.conformance.bridge.schedule import (
-    Schedule,
-    minimize,
-    replay_schedule,
-    steps_json,
-    variant_to_json,
-    write_schedule,
-)
 from kreplica.conformance.fuzz.choices import (
     fuzzer_may_take,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.liveness import settle
 from kreplica.conformance.fuzz.machine import (
     Campaign,
     Failure,
@@ -37,10 +27,20 @@ from kreplica.conformance.fuzz.machine import (
     StoppedRunFailure,
 )
 from kreplica.conformance.fuzz.reproducible import local_constants_off
+from kreplica.conformance.fuzz.settle import settle
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
     FETCH_MAX_RECORDS,
     FuzzSetup,
+)
+from kreplica.conformance.judges.liveness import LIVENESS
+from kreplica.conformance.replay.schedule import (
+    Schedule,
+    minimize,
+    replay_schedule,
+    steps_json,
+    variant_to_json,
+    write_schedule,
 )
 from kreplica.conformance.tla.itf import ItfTrace, write_trace
 from kreplica.conformance.tla.vocabulary import ACTION_ARGS

@@ -5,13 +5,20 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from kreplica.conformance.bridge.invariants import log_start_of, logs_agree
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, NOT_HOSTED, State
-from kreplica.conformance.bridge.schedule import (
-    TP,
+from kreplica.conformance.bridge.projection import (
+    CLIENT,
+    CONTROLLER,
+    NO_LEADER,
+    NOT_HOSTED,
+    State,
+    log_start_of,
 )
 from kreplica.conformance.fuzz.setup import (
     TICK_MS,
+)
+from kreplica.conformance.judges.invariants import logs_agree
+from kreplica.conformance.replay.schedule import (
+    TP,
 )
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.messages import AlterPartitionRequest, AlterPartitionResponse

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kreplica.conformance.bridge.invariants import agree
 from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED, OnVariables, State
+from kreplica.conformance.judges.invariants import agree
 
 AbstractState = tuple[Any, ...]
 """A hashable abstraction of a spec state (see `abstract_state`)."""

@@ -48,14 +48,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, Violation, apply_checked
-from kreplica.conformance.bridge.invariants import log_start_of
 from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS, local_partition
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER
-from kreplica.conformance.bridge.schedule import (
-    TP,
-    variant_to_json,
-)
+from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, log_start_of
+from kreplica.conformance.bridge.recorder import SpecRecorder
 from kreplica.conformance.fuzz.choices import (
     CHOICES,
     behind,
@@ -66,7 +61,6 @@ from kreplica.conformance.fuzz.choices import (
 from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
 from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
 from kreplica.conformance.fuzz.hypothesis_shim import keep_every_rule_on, stopped_by_hypothesis
-from kreplica.conformance.fuzz.liveness import settle
 from kreplica.conformance.fuzz.plan import (
     UNLIMITED,
     Budget,
@@ -79,6 +73,7 @@ from kreplica.conformance.fuzz.plan import (
     trailing_ones,
     urgency,
 )
+from kreplica.conformance.fuzz.settle import settle
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
     CONFIG,
@@ -89,6 +84,11 @@ from kreplica.conformance.fuzz.setup import (
     TICK_MS,
     TO_NEXT_DEADLINE,
     FuzzSetup,
+)
+from kreplica.conformance.judges.checked_steps import Judge, Violation, apply_checked
+from kreplica.conformance.replay.schedule import (
+    TP,
+    variant_to_json,
 )
 from kreplica.conformance.tla.itf import ItfTrace
 from kreplica.impl.config import BrokerConfig
@@ -322,6 +322,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.config = CONFIG
         self.cluster = self.setup.schedule().cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {})
+        self.judge = Judge(self.recorder)
         self.steps: list[Step] = []
         self._choices: dict[str, list[Step]] = {}
         self._now: dict[str, Any] = {}
@@ -468,7 +469,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         whether or not the implementation thinks so: a leader that fails to drop it, or drops
         another, breaks IsrShrinksOnLagTime."""
         s, now = self.recorder.state, self.cluster.clock.now_ms
-        lag = self.recorder.lag_times
+        lag = self.judge.lag_times
         return [ShrinkIsr(b) for b in self.cluster.broker_ids if lag.out_of_sync(s, b, now)]
 
     def _may_fault(self) -> bool:
@@ -513,9 +514,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         for step in steps:
             self.steps.append(step)
             self.stats.impl_steps += 1
-            found = apply_checked(
-                self.recorder, step, self.setup.invariants, self.setup.checks_rules
-            )
+            found = apply_checked(self.judge, step, self.setup.invariants, self.setup.checks_rules)
             if found is not None:
                 self.violation = found
                 self.stats.run_failed()
@@ -625,6 +624,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.config = config
         self.cluster = self.setup.schedule(config=config).cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {})
+        self.judge = Judge(self.recorder)
         self._now = {}
 
     # ------------------------------------------------------------ the client

@@ -23,10 +23,10 @@ from rich.progress import Progress
 
 from kreplica.conformance.bridge.projection import CLIENT
 from kreplica.conformance.bridge.recorder import Recorder
-from kreplica.conformance.bridge.replay import TP
 from kreplica.conformance.errors import KreplicaError, file_error, run_command
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.conformance.fuzz.setup import BATCH_MAX_RECORDS, CONFIG, FETCH_MAX_RECORDS, TICK_MS
+from kreplica.conformance.replay.trace import TP
 from kreplica.conformance.tla.itf import ItfTrace, dumps_trace
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.steps import Deliver, Tick

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS
-from kreplica.conformance.bridge.schedule import (
+from kreplica.conformance.replay.schedule import (
     Schedule,
 )
 from kreplica.impl.config import BrokerConfig

@@ -23,13 +23,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kreplica.conformance.bridge.checked_steps import SpecRecorder, client_violations
-from kreplica.conformance.bridge.invariants import violations
 from kreplica.conformance.bridge.local_partitions import SPEC_TP, spec_cluster
 from kreplica.conformance.bridge.projection import CONTROLLER, State, delivered_to_running
-from kreplica.conformance.bridge.recorder import Event, Recorder
+from kreplica.conformance.bridge.recorder import Event, Recorder, SpecRecorder
 from kreplica.conformance.bridge.step_codec import step_from_json
 from kreplica.conformance.errors import TraceError
+from kreplica.conformance.judges.arrivals import Arrivals
+from kreplica.conformance.judges.checked_steps import client_violations
+from kreplica.conformance.judges.invariants import violations
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
 from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.impl.broker import Outgoing
@@ -226,6 +227,8 @@ class Replayer:
         self.produce_timeout_ms = setup.produce_timeout_ms
         self.cluster = setup.cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {"source": "replay"})
+        self.arrivals = Arrivals()
+        """The client's requests and their answers, for `client_answers` to judge."""
         self.wrong_answers: list[tuple[str, str]] = []
         """The first wrong answer to the client (client_answers), once one is sent."""
         self.queued: list[Event] = []
@@ -265,9 +268,7 @@ class Replayer:
     ) -> Event:
         events: list[Event] = []
         for step in steps:
-            events += recorder.apply(step)
-            if recorder is self.recorder:
-                self._judge_answers()
+            events += self._record(step) if recorder is self.recorder else recorder.apply(step)
         matching = [i for i, e in enumerate(events) if (e.action, e.args) == (action, args)]
         if not matching:
             did = ", ".join(e.action for e in events) or "nothing the spec sees"
@@ -288,10 +289,16 @@ class Replayer:
         for outbox, length in sent:
             del outbox[length:]
 
-    def _judge_answers(self) -> None:
-        """Keep the first wrong answer the last step sent to the client, if any."""
+    def _record(self, step: Step) -> list[Event]:
+        """Apply one step through the recorder, and judge what it answered the client: the
+        first wrong answer is kept (`client_answers`)."""
+        r = self.recorder
+        arrival = self.arrivals.before(self.cluster, r.tp, r.state, step)
+        events = r.apply(step)
+        self.arrivals.after(arrival, r.sent)
         if not self.wrong_answers:
-            self.wrong_answers = client_violations(self.recorder)[:1]
+            self.wrong_answers = client_violations(r, self.arrivals)[:1]
+        return events
 
     def _apply_done(self, event: Event) -> Event:
         self.queued = self._pending
@@ -320,10 +327,9 @@ class Replayer:
             raise TraceError(f"the implementation already did {self.queued[0].action} here")
         for step in steps:
             try:
-                events = self.recorder.apply(step)
+                events = self._record(step)
             except (KeyError, IndexError, ValueError, SimulationError) as err:  # e.g. no message
                 raise SimulationError(f"hidden step {step!r} cannot be taken: {err}") from None
-            self._judge_answers()
             if events:
                 raise TraceError(
                     f"the implementation did {events[0].action} {events[0].args} at {step!r}, "

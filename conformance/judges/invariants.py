@@ -12,14 +12,11 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kreplica.conformance.bridge.projection import OnVariables
+from kreplica.conformance.bridge.projection import DELETED_RECORD, OnVariables, log_start_of
 from kreplica.impl.variants import Variant
 
 State = dict[str, Any]
 Check = Callable[[State], str | None]
-
-DELETED_RECORD = 0
-"""The record id of the spec's entry Deleted: an offset below a log's start offset."""
 
 
 def _replicas(s: State) -> range:
@@ -39,12 +36,6 @@ def _in_office(s: State, leader: int) -> bool:
 
 def _records(s: State, r: int) -> set[int]:
     return {e["record"] for e in s["log"][r - 1]} - {DELETED_RECORD}
-
-
-def log_start_of(s: State, r: int) -> int:
-    """LogStart(r): how many Deleted entries begin replica r's log."""
-    log = s["log"][r - 1]
-    return next((o for o, e in enumerate(log) if e["record"] != DELETED_RECORD), len(log))
 
 
 def _deleted_below(s: State) -> int:

@@ -1,16 +1,33 @@
 """What the fuzzer checks, and when: the spec's invariants after every spec action of a run,
-Kafka's timing rules where the spec abstracts time (`lag_times`, `backoff`, `idle_fetchers`),
-and every answer to the client as it is sent, and in time (`client_answers`).
+Kafka's timing rules where the spec abstracts time (`lag_times`, `backoff`, `idle_fetchers`,
+`checkpoint_times`), and every answer to the client as it is sent, and in time
+(`client_answers`).
 
+Theory of operation. A `Judge` watches one recorded run. A step passes through it in three
+phases, one way: `Judge.before` notes what the step will be judged against (the fetcher it
+works, the client request it delivers, the checkpoint task it starts); the recorder applies
+the step and emits the spec actions it performed (`bridge.recorder`); `Judge.after` keeps
+the judges' books from those events and returns the first violation. The recorder keeps
+no judge's state. `apply_checked` is the three phases for one step: the fuzzer and the replay
+of a saved schedule both use it, so a saved failure replays exactly as it was found.
 `checked_violations` is the one rule that says which invariants count in a state (durability
-is not promised after a power loss). `apply_checked` performs one simulator step through the
-recorder and returns the first violation it shows; the fuzzer and the replay of a saved
-schedule both use it, so a saved failure replays exactly as it was found.
+is not promised after a power loss).
 """
 
 from __future__ import annotations
 
-from kreplica.conformance.bridge.backoff import (
+from dataclasses import dataclass
+
+from kreplica.conformance.bridge.projection import (
+    CLIENT,
+    CONTROLLER,
+    NOT_HOSTED,
+    State,
+    log_start_of,
+)
+from kreplica.conformance.bridge.recorder import BROKER_STEPS, Event, Recorder
+from kreplica.conformance.judges.arrivals import Arrival, Arrivals
+from kreplica.conformance.judges.backoff import (
     FetcherAnswer,
     FetcherView,
     answer_violations,
@@ -21,30 +38,27 @@ from kreplica.conformance.bridge.backoff import (
     unseen_disconnection_violations,
     wakeup_violations,
 )
-from kreplica.conformance.bridge.client_answers import (
+from kreplica.conformance.judges.checkpoint_times import CheckpointTimes
+from kreplica.conformance.judges.client_answers import (
     client_answer_violations,
     held_request_violations,
 )
-from kreplica.conformance.bridge.idle_fetchers import idle_fetcher_violations
-from kreplica.conformance.bridge.invariants import joins_caught_up, log_start_of, violations
-from kreplica.conformance.bridge.lag_times import (
+from kreplica.conformance.judges.idle_fetchers import idle_fetcher_violations
+from kreplica.conformance.judges.invariants import joins_caught_up, violations
+from kreplica.conformance.judges.lag_times import (
     HW_RECOMPUTES,
+    LagTimes,
     hw_violations,
     proposal_violations,
     read_ok,
     shrink_violations,
 )
-from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NOT_HOSTED, State
-from kreplica.conformance.bridge.recorder import BROKER_STEPS, Args, Event, Recorder
 from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.messages import (
     AlterPartitionRequest,
-    FetchRequest,
     FetchResponse,
-    ListOffsetsRequest,
     ListOffsetsResponse,
     OffsetsForLeaderEpochResponse,
-    ProduceRequest,
     TopicPartition,
 )
 from kreplica.impl.steps import (
@@ -87,14 +101,6 @@ that action, changed nothing (`effect_violations`)."""
 IMPLEMENTATION_ERROR = "ImplementationError"
 """The name a failure gets when a step raised an exception instead of breaking an invariant."""
 
-REPLICATED = "EventuallyReplicated"
-ANSWERED = "EventuallyAnswered"
-LIVENESS = frozenset({REPLICATED, ANSWERED})
-"""The names of the failures of a run's settle phase (`fuzz.liveness`): once the faults are
-over, replication did not catch up, or a produce got no answer. No single step shows them, so
-a schedule that records one is replayed with the settle phase after its steps
-(`schedule.replay`'s `settle`)."""
-
 
 def checked_violations(
     state: State, before: State | None, variant: Variant | None = None
@@ -117,53 +123,97 @@ def checked_violations(
     return [(name, reason) for name, reason in found if name in POWER_LOSS_INVARIANTS]
 
 
-class SpecRecorder(Recorder):
-    """The recorder, except that some client requests are no spec action: a consumer's FETCH
-    and LIST_OFFSETS (the spec's reads are its `committed` history; `client_answers` judges
-    their answers), and a PRODUCE the broker refuses before the spec's Produce could take it:
-    at a broker that does not lead, with invalid acks, to another partition, or in a batch
-    that is not one record (the spec's Produce appends one; message.max.bytes refuses two in
-    the fuzzer's set-up). The fuzzer retries such a record at once, as a producer does, so the
-    spec's producer sends it once."""
+@dataclass(frozen=True)
+class Before:
+    """What the judges note of the cluster before a step runs, to judge the step after it."""
 
-    def _name(self, step: Step) -> tuple[str, Args] | None:
-        """The spec action of a step; None for a client request the spec does not see."""
-        if isinstance(step, Deliver) and step.src == CLIENT:
-            envelope = self.cluster.network.peek((step.src, step.dst), step.index)
-            payload = None if envelope is None else envelope.payload  # None: refused
-            if isinstance(payload, FetchRequest | ListOffsetsRequest) and payload.replica_id < 0:
-                return None
-            if isinstance(payload, ProduceRequest) and not self._spec_produce(step.dst, payload):
-                return None
-        return super()._name(step)
+    state: State
+    """The spec state before the step."""
+    fetcher: FetcherView | None
+    """The fetcher the step works or answers, as it stands before the step (`backoff`)."""
+    answer: FetcherAnswer | None
+    """The answer the step delivers to that fetcher, if it delivers one."""
+    isr_in_flight: bool
+    """Under isr=alter-partition, a ShrinkIsr's leader awaits the controller's answer."""
+    checkpoint_task: int | None
+    """The broker whose checkpoint task the step starts (`checkpoint_times.starts`)."""
+    arrival: Arrival | None
+    """The client request the step delivers (`arrivals`)."""
 
-    def _spec_produce(self, broker: int, request: ProduceRequest) -> bool:
-        """True if the spec's Produce(broker, acks) is the one to judge `request`."""
-        s = self.state
-        return (
-            request.acks in (-1, 0, 1)
-            and all(p.tp == self.tp and len(p.record_ids) == 1 for p in request.partitions)
-            and broker in s["alive"]
-            and s["leader"][broker - 1] == broker
+
+class Judge:
+    """The judges of one recorded run, and the bookkeeping they keep of it.
+
+    The recorder records; the judges watch. Each step passes through three phases, one way:
+    `before` notes what the step will be judged against, the recorder applies and records it
+    (`Recorder.apply`), and `after` reads the events it emitted, keeps the judges' books
+    (Kafka's caught-up times, the client's requests and answers) and returns what it broke."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        cluster = recorder.cluster
+        self.lag_times = LagTimes(cluster.broker_ids, cluster.config.replica_lag_time_max_ms)
+        """Kafka's caught-up times of the followers, as the recorded actions imply them."""
+        self.lag_times.start(recorder.state, cluster.clock.now_ms)
+        self.checkpoint_times = CheckpointTimes(cluster, recorder.state)
+        """The HW checkpoint task's schedule, as the steps imply it."""
+        self.arrivals = Arrivals()
+        """The client's requests and their answers."""
+
+    def before(self, step: Step) -> Before:
+        """What `step` will be judged against, noted before it runs."""
+        r = self.recorder
+        fetcher, answer = _fetcher_before(r.cluster, step)
+        return Before(
+            state=r.state,
+            fetcher=fetcher,
+            answer=answer,
+            isr_in_flight=_isr_change_in_flight(r, step),
+            checkpoint_task=self.checkpoint_times.starts(step),
+            arrival=self.arrivals.before(r.cluster, r.tp, r.state, step),
         )
+
+    def observe(self, seen: Before, events: list[Event]) -> None:
+        """Keep the books from what the recorder emitted for the step: the followers'
+        caught-up times after each action, the client's requests and answers."""
+        r = self.recorder
+        now, previous = r.cluster.clock.now_ms, seen.state
+        for event in events:
+            self.lag_times.observe(event.action, event.args, previous, event.state, now, r.sent)
+            previous = event.state
+        self.arrivals.after(seen.arrival, r.sent)
+
+    def after(
+        self, step: Step, seen: Before, events: list[Event], invariants: bool
+    ) -> Violation | None:
+        """The first violation the step shows, in this order: the spec's invariants after
+        each action it performed (with no idle fetcher after a LeaderAndIsr, and the HW a
+        leader computes), a step that did not take effect (`effect_violations`), every log's
+        offsets, an ISR change proposed under isr=alter-partition, Kafka's timing rules
+        (`backoff`, `lag_times`, `checkpoint_times`), the client's answers and requests."""
+        r, before = self.recorder, seen.state
+        found = (
+            _event_violations(self, events, before, invariants)
+            or effect_violations(step, before, [e.action for e in events])
+            or offset_violations(r.cluster, r.tp)
+            or _proposal_violations(r, before)
+            or _timing_violations(self, step, seen)
+            or self.checkpoint_times.violations(step, seen.checkpoint_task, before, r.state)
+            or client_violations(r, self.arrivals)
+        )
+        return found[0] if found else None
 
 
 def apply_checked(
-    recorder: Recorder,
+    judge: Judge,
     step: Step,
     invariants: bool = True,
     rules: bool | None = None,
     raise_refused: bool = False,
 ) -> Violation | None:
-    """Apply one step through the recorder; the first violation it shows, if any. With
-    `invariants` False the spec's invariants are not checked, and with `rules` False too (its
-    default is `invariants`) only exceptions count. Checked: after each spec action, the spec's
-    invariants, no idle fetcher after a LeaderAndIsr, the HW a leader computes by Kafka's clock;
-    a step that is one spec action doing it where the spec enables it (`effect_violations`),
-    every log's offsets (`offset_violations`), an ISR change proposed under
-    isr=alter-partition, then Kafka's timing rules (`backoff`,
-    `lag_times`, `checkpoint_times`), then the client's answers and requests
-    (`client_answers`).
+    """Apply one step through the judge's recorder; the first violation it shows, if any
+    (`Judge.after`). With `invariants` False the spec's invariants are not checked, and with
+    `rules` False too (its default is `invariants`) only exceptions count.
 
     An exception from the simulator is a finding too: it is reported as IMPLEMENTATION_ERROR,
     `"Type: message"`. With `raise_refused`, a SimulationError is raised instead: the
@@ -172,28 +222,17 @@ def apply_checked(
     schedule that no longer applies). The fuzzer takes only enabled steps, so it reports a
     refusal like any exception.
     """
-    before = recorder.state
-    fetcher, answer = _fetcher_before(recorder.cluster, step)
-    isr_in_flight = _isr_change_in_flight(recorder, step)
-    started = recorder.checkpoint_times.starts(step)
+    seen = judge.before(step)
     try:
-        events = recorder.apply(step)
+        events = judge.recorder.apply(step)
     except Exception as err:
         if raise_refused and isinstance(err, SimulationError):
             raise
         return IMPLEMENTATION_ERROR, f"{type(err).__name__}: {err}"
+    judge.observe(seen, events)
     if not invariants and not rules:  # rules None: as invariants
         return None
-    found = (
-        _event_violations(recorder, events, before, invariants)
-        or effect_violations(step, before, [e.action for e in events])
-        or offset_violations(recorder.cluster, recorder.tp)
-        or _proposal_violations(recorder, before)
-        or _timing_violations(recorder, step, before, fetcher, answer, isr_in_flight)
-        or recorder.checkpoint_times.violations(step, started, before, recorder.state)
-        or client_violations(recorder)
-    )
-    return found[0] if found else None
+    return judge.after(step, seen, events, invariants)
 
 
 EFFECT_STEPS = (Flush, CheckpointHighWatermarks, HaltOnLogDirFailure, DetectFailure, DeleteRecords)
@@ -265,11 +304,12 @@ def offset_violations(cluster: Cluster, tp: TopicPartition) -> list[Violation]:
     return found
 
 
-def _hw_violations(recorder: Recorder, event: Event, before: State) -> list[Violation]:
+def _hw_violations(judge: Judge, event: Event, before: State) -> list[Violation]:
     """The HW a leader computes where Kafka recomputes it (`lag_times.HW_RECOMPUTES`, judged
     by `lag_times.hw_violations`; under isr=alter-partition with the ISR it has proposed,
     which no spec variable holds): a follower's FETCH it answered that moved the follower's
     LEO, an append, an ISR shrink, a LeaderAndIsr that makes it lead in a new epoch."""
+    recorder = judge.recorder
     cause = HW_RECOMPUTES.get(event.action)
     if cause is None or not _recomputes_hw(recorder, event, before):
         return []
@@ -278,7 +318,7 @@ def _hw_violations(recorder: Recorder, event: Event, before: State) -> list[Viol
     proposed = partition.pending_isr if partition is not None else None
     now = recorder.cluster.clock.now_ms
     return hw_violations(
-        recorder.lag_times, leader, before, event.state, now, proposed or frozenset(), cause
+        judge.lag_times, leader, before, event.state, now, proposed or frozenset(), cause
     )
 
 
@@ -360,36 +400,31 @@ def _fetcher_before(
 
 
 def _event_violations(
-    recorder: Recorder, events: list[Event], before: State, invariants: bool = True
+    judge: Judge, events: list[Event], before: State, invariants: bool = True
 ) -> list[Violation]:
     """The invariants after each spec action the step performed (`checked_violations`), no
     idle fetcher after a LeaderAndIsr, and the HW a leader computes (`_hw_violations`)."""
+    cluster = judge.recorder.cluster
     for event in events:
-        variant = recorder.cluster.variant
+        variant = cluster.variant
         found = checked_violations(event.state, before, variant) if invariants else []
         if event.action == "LeaderHandleAlterPartitionResponse":  # judged when proposed
             found = [v for v in found if v[0] != "IsrJoinsCaughtUp"]
         if event.action == "BecomeLeaderOrFollower":
-            found += idle_fetcher_violations(recorder.cluster, int(event.args["replica"]))
-        found += _hw_violations(recorder, event, before)
+            found += idle_fetcher_violations(cluster, int(event.args["replica"]))
+        found += _hw_violations(judge, event, before)
         if found:
             return found
         before = event.state
     return []
 
 
-def _timing_violations(
-    recorder: Recorder,
-    step: Step,
-    before: State,
-    fetcher: FetcherView | None,
-    answer: FetcherAnswer | None,
-    isr_in_flight: bool,
-) -> list[Violation]:
+def _timing_violations(judge: Judge, step: Step, seen: Before) -> list[Violation]:
     """Kafka's timing rules on the simulated clock: the deadline of a request a fetcher
     sends, a fetcher iteration's or an answer's back-off, a broken connection seen at once, a
     request past its deadline failed at the next iteration (`backoff`), an ISR shrink's lag
     time (`lag_times`)."""
+    recorder, fetcher = judge.recorder, seen.fetcher
     cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
     timeout = cluster.config.replica_socket_timeout_ms
     unseen = (
@@ -404,21 +439,26 @@ def _timing_violations(
         return deadline_violations(fetcher, after, timeout) or backoff_violations(
             fetcher, after, [e.payload for e in recorder.sent], backoff
         )
-    if isinstance(step, Deliver) and answer is not None:
+    if isinstance(step, Deliver) and seen.answer is not None:
         after = fetcher_view(cluster, step.dst, step.src)
         return deadline_violations(fetcher, after, timeout) or answer_violations(
-            fetcher, after, answer, backoff
+            fetcher, after, seen.answer, backoff
         )
     if isinstance(step, ShrinkIsr):
-        now, lag = cluster.clock.now_ms, recorder.lag_times
+        now, lag, before = cluster.clock.now_ms, judge.lag_times, seen.state
         if cluster.variant.isr == "alter-partition":
             proposed = _proposed_isr(recorder, step.broker)
-            return proposal_violations(lag, step.broker, before, isr_in_flight, proposed, now)
+            in_flight = seen.isr_in_flight
+            return proposal_violations(lag, step.broker, before, in_flight, proposed, now)
         return shrink_violations(lag, step.broker, before, recorder.state, now)
     return []
 
 
-def client_violations(r: Recorder) -> list[Violation]:
-    """The answers the step sent to the client, and the client's requests held too long."""
-    found = client_answer_violations(r.cluster, r.tp, r.sent, r.state, r.arrivals)
-    return found + held_request_violations(r.cluster, r.state, r.arrivals, r.answered, r.arrived)
+def client_violations(r: Recorder, books: Arrivals) -> list[Violation]:
+    """The answers the last step sent to the client, and the client's requests held too
+    long (`client_answers`), by the ledger of their arrivals."""
+    found = client_answer_violations(r.cluster, r.tp, r.sent, r.state, books.arrivals)
+    held = held_request_violations(
+        r.cluster, r.state, books.arrivals, books.answered, books.arrived
+    )
+    return found + held

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 
-from kreplica.conformance.bridge.invariants import leso_of, log_start_of
 from kreplica.conformance.bridge.local_partitions import PartitionRead, is_local, local_read
-from kreplica.conformance.bridge.projection import CLIENT, NOT_HOSTED, State
-from kreplica.conformance.bridge.recorder import Arrival
+from kreplica.conformance.bridge.projection import CLIENT, NOT_HOSTED, State, log_start_of
+from kreplica.conformance.judges.arrivals import Arrival
+from kreplica.conformance.judges.invariants import leso_of
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (

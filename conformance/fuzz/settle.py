@@ -1,23 +1,13 @@
-"""Bounded liveness: once the faults stop and the cluster settles, replication has caught up.
+"""The settle phase: once the faults stop, the cluster is let settle, and then judged.
 
-The invariants judge every state of a run, but a run in which nothing happens breaks none:
-followers stuck in Truncating forever, or a controller that refuses every election, produce
-traces that conform and keep every invariant. So each fuzz run ends with a settle phase
+A run in which nothing happens breaks no invariant, so each fuzz run ends with a settle phase
 (`settle`): no more faults; every network partition heals, every dead broker restarts,
 messages are delivered in order, fetchers run, leaders shrink ISRs of followers that cannot
 catch up, the controller re-elects when brokers missed its decision, and time passes (backoffs
 end, followers lag, delayed produces expire), all within bounds. Every settling step is a step
-a fuzzer rule could take (`choices.CHOICES`, `setup.TICK_MS`), recorded like the others, so
-the trace still conforms to the spec.
-
-Then `progress_violation` requires (the names are those of a failure, like an invariant's,
-`checked_steps.LIVENESS`):
-- `EventuallyReplicated`: the controller has a leader, which knows it leads at the
-  controller's epoch, and every other replica has caught up with it: the leader's log and HW,
-  its LEO known to the leader (whether or not it is back in the ISR yet: a follower in step
-  is not scheduled to fetch again) (R9, R10);
-- `EventuallyAnswered`: every acks=-1 produce delivered to a broker that has not crashed since
-  got an answer, an ack or an error (R12, R17).
+a fuzzer rule could take (`choices.CHOICES`, `setup.TICK_MS`), recorded and judged like the
+others, so the trace still conforms to the spec. The settled cluster is then held to the
+liveness requirements (`judges.liveness`: EventuallyReplicated, EventuallyAnswered).
 
 The settle phase depends only on the run so far (the cluster and its recorded events), so a
 failing run is saved up to its settle phase, and its schedule replays with the phase run again
@@ -30,22 +20,20 @@ finds it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kreplica.conformance.bridge.checked_steps import (
-    ANSWERED,
+from kreplica.conformance.bridge.projection import State
+from kreplica.conformance.bridge.recorder import Recorder
+from kreplica.conformance.fuzz.choices import CHOICES
+from kreplica.conformance.judges.liveness import (
     LIVENESS,
     REPLICATED,
-    SpecRecorder,
     Violation,
+    progress_violation,
+    sent_produces,
 )
-from kreplica.conformance.bridge.invariants import logs_agree
-from kreplica.conformance.bridge.projection import CLIENT, State
-from kreplica.conformance.bridge.schedule import TP, Replay, Schedule, replay_schedule
-from kreplica.conformance.fuzz.choices import CHOICES
+from kreplica.conformance.replay.schedule import TP, Replay, Schedule, replay_schedule
 from kreplica.impl.cluster import Cluster
-from kreplica.impl.messages import ProduceRequest, ProduceResponse
 from kreplica.impl.steps import Elect, Step, Tick
 
 SETTLE_KINDS = ("heal", "halt_on_log_dir_failure", "restart", "deliver", "shrink_isr", "fetch")
@@ -66,16 +54,6 @@ LOOP_EVENTS = 12
 
 IDLE_LIMIT = 8
 """Steps in a row that record no spec action after which the cluster counts as quiet."""
-
-
-@dataclass(frozen=True)
-class SentProduce:
-    """An acks=-1 produce delivered to `broker` (incarnation `incarnation`)."""
-
-    correlation_id: int
-    broker: int
-    incarnation: int
-    record: int
 
 
 def next_settling_step(c: Cluster, s: State) -> Step | None:
@@ -102,7 +80,7 @@ def stale_election(c: Cluster, s: State) -> Elect | None:
     return Elect(TP, candidates[0]) if candidates else None
 
 
-def settle(recorder: SpecRecorder, apply: Callable[[Step], None]) -> Violation | None:
+def settle(recorder: Recorder, apply: Callable[[Step], None]) -> Violation | None:
     """The settle phase on the recorder's cluster, each step taken through `apply` (which
     records and checks it, and raises to stop the phase): the steps that end the faults and
     let replication catch up, the first enabled in SETTLE_KINDS' order; when the cluster is
@@ -129,7 +107,7 @@ def settle(recorder: SpecRecorder, apply: Callable[[Step], None]) -> Violation |
     )
 
 
-def _unstick(recorder: SpecRecorder, advances: list[Step]) -> Step | None:
+def _unstick(recorder: Recorder, advances: list[Step]) -> Step | None:
     """A quiet cluster that has not settled yet (`advances`: the elections and clock
     advances of this settle phase so far): an election if a broker missed the controller's
     decision, else the next clock advance (None: settled, or out of both)."""
@@ -141,29 +119,6 @@ def _unstick(recorder: SpecRecorder, advances: list[Step]) -> Step | None:
     if election is not None and len(advances) - ticks < SETTLE_ELECTIONS:
         return election
     return Tick(SETTLE_TICKS[ticks]) if ticks < len(SETTLE_TICKS) else None
-
-
-def sent_produces(recorder: SpecRecorder) -> list[SentProduce]:
-    """The acks=-1 produces of the run that a broker took (the spec's Produce) and that the
-    client still waits on, each with the broker's incarnation when it took it."""
-    waiting: dict[tuple[int, int], int] = {}
-    for correlation_id, sent in recorder.cluster.client.pending.items():
-        request = sent.request
-        if isinstance(request, ProduceRequest) and request.acks == -1:
-            for part in request.partitions:
-                if part.tp == TP:
-                    for record in part.record_ids:
-                        waiting[(sent.broker, record)] = correlation_id
-    out = []
-    for event in recorder.events:
-        if event.action != "Produce" or event.args["acks"] != -1:
-            continue
-        broker, record = int(event.args["replica"]), int(event.args["record"])
-        waited = waiting.get((broker, record))
-        if waited is not None:
-            incarnation = event.state["incarnation"][broker - 1]
-            out.append(SentProduce(waited, broker, incarnation, record))
-    return out
 
 
 def replay_saved(
@@ -179,57 +134,3 @@ def replay_saved(
     return replay_schedule(
         schedule, meta, invariants=invariants, rules=rules, settle=settle if settling else None
     )
-
-
-def progress_violation(c: Cluster, s: State, sent: list[SentProduce]) -> Violation | None:
-    """The first liveness requirement a settled cluster breaks (None: it keeps both)."""
-    return _replicated(c, s) or _answered(c, sent)
-
-
-def _replicated(c: Cluster, s: State) -> Violation | None:
-    """EventuallyReplicated: a live leader at the controller's epoch, and every other replica
-    caught up with it: the leader's log and HW, its LEO known to the leader (R9, R10)."""
-    leader = c.leader(TP)
-    if leader is None:
-        return REPLICATED, "the partition has no leader after settling"
-    i = leader - 1
-    if leader not in s["alive"] or s["leader"][i] != leader:
-        return REPLICATED, f"the controller's leader {leader} does not lead after settling"
-    if s["leaderEpoch"][i] != s["ctrlEpoch"]:
-        epoch = s["leaderEpoch"][i]
-        return (
-            REPLICATED,
-            f"leader {leader} is at epoch {epoch}, the controller's is {s['ctrlEpoch']}",
-        )
-    leo = len(s["log"][i])
-    for b in c.broker_ids:
-        f = b - 1
-        caught_up = logs_agree(s["log"][f], s["log"][i]) and s["hw"][f] == s["hw"][i]
-        if b != leader and not (caught_up and s["remoteLeo"][i][f] == leo):
-            where = "ISR follower" if b in s["isr"][i] else "follower"
-            return REPLICATED, (
-                f"{where} {b} (LEO {len(s['log'][f])}, HW {s['hw'][f]}; its LEO at the leader "
-                f"{s['remoteLeo'][i][f]}) has not caught up with leader {leader} (LEO {leo}, "
-                f"HW {s['hw'][i]}) after settling"
-            )
-    return None
-
-
-def _answered(c: Cluster, sent: list[SentProduce]) -> Violation | None:
-    """EventuallyAnswered: each acks=-1 produce delivered to a broker still running in the same
-    incarnation has its answer on the way to the client, or delivered (R12, R17)."""
-    answered = {
-        e.payload.correlation_id
-        for b in c.broker_ids
-        for e in c.network.queues.get((b, CLIENT), ())
-        if isinstance(e.payload, ProduceResponse)
-    }
-    for p in sent:
-        if c.incarnation(p.broker) != p.incarnation or not c.is_alive(p.broker):
-            continue
-        if p.correlation_id not in answered and p.correlation_id in c.client.pending:
-            return ANSWERED, (
-                f"the acks=-1 produce of record {p.record} to broker {p.broker} has no answer "
-                "after settling"
-            )
-    return None

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from kreplica.conformance.bridge.replay import PRODUCE_TIMEOUT_MS, Setup, setup_from_config
-from kreplica.conformance.bridge.schedule import variant_from_json
 from kreplica.conformance.errors import TraceError
+from kreplica.conformance.replay.schedule import variant_from_json
+from kreplica.conformance.replay.trace import PRODUCE_TIMEOUT_MS, Setup, setup_from_config
 from kreplica.conformance.tla.itf import ItfTrace, printable
 from kreplica.impl.variants import Variant, VariantError, parse_variant
 

@@ -21,17 +21,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kreplica.conformance.bridge.checked_steps import (
+from kreplica.conformance.bridge.local_partitions import SPEC_TP, spec_cluster
+from kreplica.conformance.bridge.projection import State
+from kreplica.conformance.bridge.recorder import Recorder, SpecRecorder
+from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
+from kreplica.conformance.errors import TraceError
+from kreplica.conformance.judges.checked_steps import (
     IMPLEMENTATION_ERROR,
-    LIVENESS,
-    SpecRecorder,
+    Judge,
     Violation,
     apply_checked,
 )
-from kreplica.conformance.bridge.local_partitions import SPEC_TP, spec_cluster
-from kreplica.conformance.bridge.projection import State
-from kreplica.conformance.bridge.step_codec import step_from_json, step_to_json
-from kreplica.conformance.errors import TraceError
+from kreplica.conformance.judges.liveness import LIVENESS
 from kreplica.conformance.tla.itf import ItfTrace, read_json, write_text_atomic
 from kreplica.impl.cluster import Cluster, SimulationError
 from kreplica.impl.config import BrokerConfig
@@ -186,9 +187,9 @@ class Replay:
 Allowed = Callable[[Cluster, State, Step | None, Step], bool]
 """Whether a step may follow `previous` in the current state (e.g. the fuzzer's rules)."""
 
-Settle = Callable[[SpecRecorder, Callable[[Step], None]], Violation | None]
+Settle = Callable[[Recorder, Callable[[Step], None]], Violation | None]
 """What follows a schedule's steps when it records a liveness failure (`LIVENESS`): the
-fuzzer's settle phase (`fuzz.liveness.settle`), which takes its steps through the function it
+fuzzer's settle phase (`fuzz.settle.settle`), which takes its steps through the function it
 is given (each checked as the schedule's were) and returns the liveness requirement the
 settled cluster breaks, or None. Such a schedule holds the run up to its settle phase: the
 phase is deterministic, so it replays, and it is the check, not part of the run."""
@@ -203,18 +204,18 @@ class _Stopped(Exception):
 
 
 def _settled(
-    recorder: SpecRecorder, settle: Settle, invariants: bool, rules: bool | None
+    judge: Judge, settle: Settle, invariants: bool, rules: bool | None
 ) -> Violation | None:
-    """Run the settle phase on the recorder's cluster: the first violation of one of its
+    """Run the settle phase on the judged run's cluster: the first violation of one of its
     steps, else the liveness requirement it reports broken, else None."""
 
     def apply(step: Step) -> None:
-        found = apply_checked(recorder, step, invariants, rules)
+        found = apply_checked(judge, step, invariants, rules)
         if found is not None:
             raise _Stopped(found)
 
     try:
-        return settle(recorder, apply)
+        return settle(judge.recorder, apply)
     except _Stopped as stopped:
         return stopped.violation
 
@@ -235,20 +236,21 @@ def replay_schedule(
     SimulationError, `step N of M: why`. At a step that is not `allowed`, the replay stops
     without a violation. With `settle`, the settle phase follows the last step (`Settle`),
     and what it finds is the replay's violation."""
-    recorder = SpecRecorder(schedule.cluster(), TP, dict(meta or {}))
+    judge = Judge(SpecRecorder(schedule.cluster(), TP, dict(meta or {})))
+    recorder = judge.recorder
     previous: Step | None = None
     for n, step in enumerate(schedule.steps, start=1):
         if allowed is not None and not allowed(recorder.cluster, recorder.state, previous, step):
             return Replay(None, n - 1, recorder.trace())
         previous = step
         try:
-            found = apply_checked(recorder, step, invariants, rules, raise_refused=True)
+            found = apply_checked(judge, step, invariants, rules, raise_refused=True)
         except SimulationError as err:
             raise SimulationError(f"step {n} of {len(schedule.steps)}: {err}") from None
         if found is not None:
             return Replay(found, n, recorder.trace())
     trace = recorder.trace()
-    found = None if settle is None else _settled(recorder, settle, invariants, rules)
+    found = None if settle is None else _settled(judge, settle, invariants, rules)
     return Replay(found, len(schedule.steps), trace)
 
 
@@ -293,17 +295,18 @@ def _still_fails(
         if result.violation is None or failure_kind(result.violation) != kind:
             return None
         return steps[: result.steps_applied]
-    recorder = SpecRecorder(schedule.cluster(), TP, {})
+    judge = Judge(SpecRecorder(schedule.cluster(), TP, {}))
+    recorder = judge.recorder
     kept: list[Step] = []
     for step in steps:
         previous = kept[-1] if kept else None
         if not allowed(recorder.cluster, recorder.state, previous, step):
             continue
         kept.append(step)
-        found = apply_checked(recorder, step, invariants, rules)
+        found = apply_checked(judge, step, invariants, rules)
         if found is not None:
             return kept if failure_kind(found) == kind else None
-    found = None if settle is None else _settled(recorder, settle, invariants, rules)
+    found = None if settle is None else _settled(judge, settle, invariants, rules)
     return kept if found is not None and failure_kind(found) == kind else None
 
 
