@@ -79,7 +79,9 @@ def jvms_of(run_dir: Path) -> list[int]:
 
 def filesystems_of(run_dir: Path) -> list[int]:
     """The pids of the power-loss filesystem's daemons mounted under the run directory."""
-    return [pid for pid in processes_naming(run_dir) if "powerloss import serve" in _cmdline(pid)]
+    return [
+        pid for pid in processes_naming(run_dir) if "powerloss_daemon import serve" in _cmdline(pid)
+    ]
 
 
 def _cmdline(pid: int) -> str:

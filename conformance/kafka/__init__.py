@@ -8,7 +8,8 @@ failover), `jitter` (what a real run leaves to chance), `predict` (the set of ou
 allows), `generate` (named and random schedules), `compare` (one schedule in both worlds, and
 a campaign's journal), and the real cluster's harness: `install` (the jars, Java 11,
 iptables), `cluster` (ZooKeeper and three broker JVMs), `nemesis` (partitions as iptables
-rules; power losses), `powerloss` (the FUSE filesystem that drops unsynced writes on command),
+rules; power losses), `powerloss` (the FUSE filesystem that drops unsynced writes on command:
+its mount and commands), `powerloss_daemon` (the filesystem's own process),
 `reaper` (removes rules, mounts and processes a harness killed with -9 leaves), `workload`
 (the producers and the final read), `observe`
 (what is read off the brokers' disks), `real` (one schedule on the cluster); and the brokers'

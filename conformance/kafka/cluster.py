@@ -19,6 +19,11 @@ done): its cuts would keep the new brokers from ZooKeeper.
 Errors: `PortInUse` (exit 5) before anything starts, also when another live run's reaper guards
 the port base's chain; `StartTimeout` (exit 3) when a node is not ready in time; `NodeFailed`
 (exit 6) when a JVM exits on its own, with the last line of its log.
+
+Why one module over 600 lines: where each node lives and what it is given (`Layout`, the
+properties files) and the processes started there are one contract, the one above, which the
+rest of the room reads through `Layout` and `Cluster`; what stands apart already lives beside it
+(`install`, `nemesis`, `reaper`, `workload`).
 """
 
 from __future__ import annotations

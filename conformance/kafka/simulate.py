@@ -34,6 +34,11 @@ The world being modelled (the real harness: ZooKeeper and brokers 1, 2, 3 on loo
   of concurrent work) the simulator asks of a `jitter.Fixed` (the single prediction) or a
   `jitter.Jitter(seed)` (one of many; `predict.py` collects their outcomes).
 
+Why one module over 600 lines: `KafkaSim` is one class, one schedule's run, whose every op moves
+the same clock, network and ZooKeeper sessions through the same few rules (`advance_until`,
+`sync_links`, the session timers); what stands apart already lives beside it (`seat`,
+`producer`, `timing`, `jitter`, `outcome`).
+
 May import: `kreplica.impl`, `kreplica.conformance.errors` and this room (the `kafka` room rule,
 tests/test_layout.py). Pinned by tests/test_kafka_simulate.py.
 """

@@ -5,6 +5,11 @@ correct values (`Truncation = "kip279"`, `Bugs = {}`), so a seeded bug switched 
 implementation shows as a disagreement. Offsets run 0..MAX_OFFSET and epochs 0..MAX_EPOCH;
 -1 is the spec's `Undefined` / `NoLeader` and the implementation's UNDEFINED_EPOCH(_OFFSET),
 UNKNOWN_OFFSET and "no leader".
+
+Why one module over 600 lines: it is a catalog, one section per row of docs/symbolic.md's table,
+each section (inputs, domain, oracle, impl run) standing alone on the bounds and harnesses at
+the top, and `CHECKS` at the bottom naming them all; split by decision, the bounds would need a
+module of their own and one row of the table would no longer read in one place.
 """
 
 from __future__ import annotations

@@ -13,6 +13,11 @@ batches.
 What a Spark executor imports of this module needs only the standard library and the shipped
 zip of kreplica (no pyarrow, no click): pyarrow and `results` are imported by the functions that
 run on the driver, so a cluster's workers need only Java and a plain Python of the same version.
+
+Why one module just over 600 lines: the two runners are one engine over the same unit of work
+(`check_items`), the same rule (one row per trace) and the same helpers (killing a checker's
+processes, clearing an output), and `suite_spark` and `coverage.spark` reuse its Spark side
+(the context, the shipped zip) as it is.
 """
 
 from __future__ import annotations

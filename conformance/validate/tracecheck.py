@@ -16,7 +16,7 @@ an invariant's violation from a step no action explains.
 Every input gets exactly one `TraceResult`: conforms, violates, or error (malformed input,
 unknown names, TLC crashed or timed out).
 
-Why one module of about 800 lines (over the house's 600): its four sections (reading and
+Why one module of about 860 lines (over the house's 600): its four sections (reading and
 rendering, the TLC run, the diagnosis, the whole check) are one pipeline over `Prepared` and
 `Printed`, and the rule that every input gets one row of its own runs through all four. The
 first section, which depends on nothing below it, is the one to move out when it grows (what
