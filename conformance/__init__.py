@@ -4,7 +4,7 @@ It is split into rooms by concern; each room's `__init__.py` says what it holds 
 import. Imports flow one way, down this list, and never up or sideways:
 
     cli        one module per `kreplica` subcommand: parse, call an engine, render
-    bench      the benchmark commands (`python -m kreplica.conformance.bench.NAME`)
+    bench      the benchmarks' engines (`kreplica bench NAME`)
     demo       the main job (`kreplica demo`): check, fuzz, conform on Spark, draw, one report
     mutation   mutation testing: small edits seeded into impl/, each run through the fuzz and
                conformance campaign, and the kill rate over them
@@ -44,6 +44,7 @@ import.
 ROOMS: dict[str, frozenset[str]] = {
     "cli": frozenset(
         {
+            "bench",
             "demo",
             "explain",
             "mutation",

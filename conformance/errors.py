@@ -1,5 +1,5 @@
 """Project exceptions, exit codes, and `run_command`: the one place where an error becomes one
-stderr line and an exit code, for the `kreplica` CLI and every `python -m` entry point alike.
+stderr line and an exit code, for the `kreplica` CLI and the fixture recorders alike.
 
 This module may import only the standard library and click: every room imports it."""
 
@@ -19,8 +19,8 @@ import click
 PROG = "kreplica"
 """The command's name, as its messages print it."""
 
-# Exit codes of the `kreplica` CLI and of every `python -m kreplica...` entry point (documented
-# in docs/cli.md and in `kreplica check --help`).
+# Exit codes of the `kreplica` CLI and of the fixture recorders under tests/fixtures/tlc/
+# (documented in docs/cli.md and in each command's --help).
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
 EXIT_BAD_INPUT = 2
@@ -49,6 +49,13 @@ class TraceError(KreplicaError):
 
 class TlaValueError(KreplicaError, ValueError):
     """Text that is not a TLA+ value as TLC prints it."""
+
+
+class BenchmarkFailed(KreplicaError):
+    """A benchmark's own work failed (the correct protocol broke, a checking process failed):
+    its figures would mean nothing."""
+
+    exit_code = EXIT_UNEXPECTED
 
 
 def file_error(verb: str, path: str | PathLike[str], err: OSError) -> KreplicaError:

@@ -1,6 +1,6 @@
 """The fuzzer under isr=alter-partition (KIP-497), which the spec does not model: the recorder
 follows the ISR when the controller's answer lands, and the ISR rules are judged where the
-leader decides (conformance/bridge/checked_steps.py, lag_times.py; docs/fuzzing.md)."""
+leader decides (conformance/judges/checked_steps.py, lag_times.py; docs/fuzzing.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A follower's fetch back-off judged at each fetcher iteration (conformance/bridge/backoff.py),
+"""A follower's fetch back-off judged at each fetcher iteration (conformance/judges/backoff.py),
 on a real cluster."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The oracle of the client's answers (conformance/bridge/client_answers.py), on a real cluster.
+"""The oracle of the client's answers (conformance/judges/client_answers.py), on a real cluster.
 
 A correct cluster's answers all pass, step by step; each wrong answer below is one that an
 edit of impl/ could produce, and the oracle names it.

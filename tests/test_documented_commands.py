@@ -2,14 +2,14 @@
 options, configs, suites, bugs and variants that exist, and it writes no page of docs; the quick
 ones are run, with the outcome the docs promise.
 
-A command is any line of a fenced code block that starts with `kreplica` or
-`python -m kreplica...` (`.venv/bin/` allowed). Synopsis lines (`[--option ...]`) are usage, not
-commands. A command whose name or options change must change in the docs too, or this fails.
+A command is any line of a fenced code block that starts with `kreplica` (`.venv/bin/`
+allowed). Synopsis lines (`[--option ...]`) are usage, not commands. A command whose name or
+options change must change in the docs too, or this fails; and no page, docstring or help names
+a program by its retired `python -m kreplica.conformance...` spelling.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 import shlex
 import subprocess
@@ -58,22 +58,32 @@ def documented_commands() -> list[Documented]:
                 continue
             for part in text.split("&&"):
                 part = part.strip().removeprefix(".venv/bin/")
-                if re.match(r"(kreplica |python -m kreplica\.)", part):
+                if part.startswith("kreplica "):
                     words = tuple(shlex.split(part, comments=True))
                     found.append(Documented(str(page.relative_to(ROOT)), number, words))
     return found
 
 
+def subcommands(group: click.Group, path: str) -> list[tuple[str, click.Command]]:
+    """Every command under `group`, groups included, with its command path, in name order."""
+    found: list[tuple[str, click.Command]] = []
+    for name, command in sorted(group.commands.items()):
+        found.append((f"{path} {name}", command))
+        if isinstance(command, click.Group):
+            found += subcommands(command, f"{path} {name}")
+    return found
+
+
 def help_examples() -> list[Documented]:
-    """The examples in each subcommand's --help (its epilog): the words before two spaces."""
+    """The examples in each subcommand's --help (its epilog), a group's subcommands' too: the
+    words before two spaces."""
     found = []
-    for name, command in sorted(main.commands.items()):
-        for number, line in enumerate((command.epilog or "").splitlines(), 1):
+    for path, command in subcommands(main, "kreplica"):
+        lines = (command.epilog or "").replace("\\\n", " ").splitlines()  # a `\` joins lines
+        for number, line in enumerate(lines, 1):
             text = line.strip().split("  ")[0]
             if text.startswith("kreplica "):
-                found.append(
-                    Documented(f"kreplica {name} --help", number, tuple(shlex.split(text)))
-                )
+                found.append(Documented(f"{path} --help", number, tuple(shlex.split(text))))
     return found
 
 
@@ -82,16 +92,14 @@ COMMANDS = documented_commands() + help_examples()
 
 def command_of(words: tuple[str, ...]) -> tuple[click.Command, list[str]]:
     """The click command a documented line runs, and its arguments."""
-    if words[0] == "kreplica":
-        command: click.Command = main.commands[words[1]]
-        args = list(words[2:])
-        while isinstance(command, click.Group) and args and args[0] in command.commands:
-            command, args = command.commands[args[0]], args[1:]  # kreplica kafka run ...
-        return command, args
-    module = importlib.import_module(words[2])
-    entry = module.main
-    assert isinstance(entry, click.Command), f"{words[2]} is not a click command"
-    return entry, list(words[3:])
+    assert words[0] == "kreplica"
+    assert words[1] in main.commands, f"no command kreplica {words[1]}"
+    command: click.Command = main.commands[words[1]]
+    args = list(words[2:])
+    while isinstance(command, click.Group) and args and args[0] in command.commands:
+        command, args = command.commands[args[0]], args[1:]  # kreplica bench impl ...
+    assert not isinstance(command, click.Group), f"no such subcommand: {shlex.join(words)}"
+    return command, args
 
 
 def option_values(command: click.Command, args: list[str]) -> list[tuple[click.Parameter, str]]:
@@ -146,7 +154,53 @@ def test_the_docs_show_commands_at_all() -> None:
     shown = {shlex.join(d.words) for d in COMMANDS}
     assert "kreplica check --config S1_HwTruncation" in shown
     assert "kreplica fuzz --bug early-ack --no-unclean" in shown
+    assert "kreplica bench impl --gc default" in shown  # docs/impl.md
+    assert "kreplica bench fuzz --seeds 0" in shown  # docs/fuzzing.md and its --help
+    assert any(d.page == "kreplica bench kafka-agent --help" for d in COMMANDS)
     assert len(COMMANDS) > 30
+
+
+RETIRED = re.compile(
+    r"-m kreplica\.conformance\.|\"-m\", \"kreplica\.conformance\.|(?<![\w./])bench\.(?:"
+    + "|".join(
+        (
+            "impl",
+            "fuzz",
+            "conform",
+            "tlc",
+            "hidden",
+            "checkpoints",
+            "guided",
+            "kafka_agent",
+            "kafka",
+        )
+    )
+    + r")\b(?!\.py)"
+)
+"""A program named the way it was run before `kreplica bench` and `kreplica walk`: `python -m
+kreplica.conformance.bench.NAME`, `python -m kreplica.conformance.fuzz.random_walk` (or as a
+process's argv), or the shorthand `bench.NAME`."""
+
+WRITTEN = [
+    *PAGES,
+    *sorted((ROOT / "conformance").rglob("*.py")),
+    *sorted((ROOT / "tests").rglob("*.py")),
+    ROOT / "Makefile",
+]
+"""Where a command may be spelled: the pages, the code (docstrings, help, messages), the tests."""
+
+
+def test_no_page_docstring_or_test_spells_a_retired_program() -> None:
+    """Each retired `python -m` program is a `kreplica` subcommand now; none is named the old
+    way (a module such as `kreplica.conformance.bench.fuzz` may still be imported, and named)."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in WRITTEN
+        if path != Path(__file__).resolve()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if RETIRED.search(line)
+    ]
+    assert not found, "spelled the retired way:\n" + "\n".join(found)
 
 
 def test_version_is_the_installed_distributions() -> None:

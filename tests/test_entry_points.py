@@ -1,7 +1,9 @@
-"""Every `python -m` entry point, and each fixture recorder, meets bad input with one clear line
-on stderr and exit 2, never a traceback (issue 11): each is run as a real process, as a user
-runs it, with a bad path or a bad value, and must refuse it at once, before any benchmark,
-corpus or TLC work. All of them report through one function, `errors.run_command`.
+"""Every `kreplica` subcommand that replaced a `python -m` program (`kreplica walk` and each
+`kreplica bench NAME`), and each fixture recorder, meets bad input with one clear line on stderr
+and exit 2, never a traceback (issue 11): each is run as a real process, as a user runs it, with
+a bad path or a bad value, and must refuse it at once, before any benchmark, corpus or TLC work.
+All of them report through one function, `errors.run_command`; each `--help` prints, with its
+examples and exit codes.
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
+
+from kreplica.conformance.cli.bench import bench_group
+from kreplica.conformance.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60
-"""Seconds a case may take at most; each takes about one (a Python start-up)."""
+"""Seconds a case may take at most; each takes about two (a Python start-up, the CLI's imports)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,8 @@ class BadInput:
     id: str
     argv: tuple[str, ...]
     names: str
+    prog: str
+    """The program name the error line starts with."""
 
     def command(self, tmp: Path) -> list[str]:
         """The process's argv."""
@@ -37,41 +46,44 @@ class BadInput:
         """The test id: the entry point and its bad arguments."""
         return f"{self.id} {' '.join(self.argv[2 if self.argv[0] == '-m' else 1 :])}"
 
-    @property
-    def prog(self) -> str:
-        """`python -m MODULE` or `python SCRIPT`, as the error line calls the program."""
-        return "python " + " ".join(self.argv[:2] if self.argv[0] == "-m" else self.argv[:1])
 
-
-def module(name: str, *args: str, names: str) -> BadInput:
-    """`python -m kreplica.conformance.NAME ARGS`."""
-    return BadInput(name.replace(".", "-"), ("-m", f"kreplica.conformance.{name}", *args), names)
+def kreplica(*args: str, names: str) -> BadInput:
+    """`kreplica ARGS`, run as `python -m kreplica ARGS` (the same program, no PATH needed)."""
+    return BadInput("kreplica", ("-m", "kreplica", *args), names, "kreplica")
 
 
 def script(path: str, *args: str, names: str) -> BadInput:
     """`python tests/fixtures/...PATH ARGS`."""
     name = path.removesuffix(".py").replace("/", "-")
-    return BadInput(name, (f"tests/fixtures/{path}", *args), names)
+    argv = (f"tests/fixtures/{path}", *args)
+    return BadInput(name, argv, names, f"python tests/fixtures/{path}")
 
 
 CASES = [
-    module("fuzz.random_walk", "--out", "{tmp}/missing/dir/x.jsonl", names="{tmp}/missing/dir"),
-    module("fuzz.random_walk", "--out", "/proc/x.jsonl", names="/proc/x.jsonl"),
-    module("fuzz.random_walk", "--out", "{tmp}", names="{tmp}"),
-    module("fuzz.random_walk", "--out", "/dev/full", names="/dev/full"),
-    module("bench.conform", "--corpus", "{tmp}/nope.jsonl", names="{tmp}/nope.jsonl"),
-    module("bench.tlc", "--corpus", "{tmp}/nope.jsonl", names="{tmp}/nope.jsonl"),
-    module("bench.tlc", "--corpus", "{tmp}", names="{tmp}"),
-    module("bench.hidden", "--traces", "0", names="--traces"),
-    module("bench.fuzz", "--only", "NoSuchTarget", names="NoSuchTarget"),
-    module("bench.fuzz", "--seeds", "-1", names="--seeds"),
-    module("bench.impl", "--rounds", "-1", names="--rounds"),
-    module("bench.impl", "--brokers", "2", names="--brokers"),
-    module("bench.checkpoints", "--examples", "0", names="--examples"),
+    kreplica("walk", "--out", "{tmp}/missing/dir/x.jsonl", names="{tmp}/missing/dir"),
+    kreplica("walk", "--out", "/proc/x.jsonl", names="/proc/x.jsonl"),
+    kreplica("walk", "--out", "{tmp}", names="{tmp}"),
+    kreplica("walk", "--out", "/dev/full", names="/dev/full"),
+    kreplica("walk", "--bug", "no-such-bug", "--out", "{tmp}/x.jsonl", names="no-such-bug"),
+    kreplica("bench", "conform", "--corpus", "{tmp}/nope.jsonl", names="{tmp}/nope.jsonl"),
+    kreplica("bench", "conform", "--mode", "spark cluster", names="--master"),
+    kreplica("bench", "tlc", "--corpus", "{tmp}/nope.jsonl", names="{tmp}/nope.jsonl"),
+    kreplica("bench", "tlc", "--corpus", "{tmp}", names="{tmp}"),
+    kreplica("bench", "hidden", "--traces", "0", names="--traces"),
+    kreplica("bench", "fuzz", "--only", "NoSuchTarget", names="NoSuchTarget"),
+    kreplica("bench", "fuzz", "--seeds", "-1", names="--seeds"),
+    kreplica("bench", "impl", "--rounds", "-1", names="--rounds"),
+    kreplica("bench", "impl", "--brokers", "2", names="--brokers"),
+    kreplica("bench", "checkpoints", "--examples", "0", names="--examples"),
+    kreplica("bench", "guided", "--seconds", "0", names="--seconds"),
+    kreplica("bench", "kafka", "--schedule", "{tmp}/nope.json", names="{tmp}/nope.json"),
+    kreplica("bench", "kafka", "--runs", "0", names="--runs"),
+    kreplica("bench", "kafka-agent", "--agent", "{tmp}/nope.jar", names="{tmp}/nope.jar"),
+    kreplica("bench", "kafka-agent", "--records", "0", names="--records"),
     script("tlc/record.py", "NoSuchConfig", names="NoSuchConfig"),
     script("tlc/kafka/record.py", "NoSuchConfig", names="NoSuchConfig"),
 ]
-"""At least one bad input per entry point."""
+"""At least one bad input per entry point; none starts a JVM or records a trace."""
 
 
 def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -94,14 +106,39 @@ def test_a_bad_path_gets_one_error_line_and_exit_2(case: BadInput, tmp_path: Pat
     assert sorted(tmp_path.rglob("*")) == before  # refused before writing anything
 
 
-def test_a_usage_error_points_to_the_programs_own_help() -> None:
-    """A usage error says which --help to read: the `python -m` line, not `kreplica`."""
-    done = run([sys.executable, "-m", "kreplica.conformance.bench.impl", "--colour"])
+def test_a_usage_error_points_to_the_subcommands_own_help() -> None:
+    """A usage error says which --help to read: the benchmark's, not the group's."""
+    done = run([sys.executable, "-m", "kreplica", "bench", "impl", "--colour"])
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "python -m kreplica.conformance.bench.impl: error: No such option '--colour'. "
-        "(see 'python -m kreplica.conformance.bench.impl --help')"
+        "kreplica: error: No such option '--colour'. (see 'kreplica bench impl --help')"
     )
+
+
+BENCHMARKS = ("impl", "fuzz", "conform", "tlc", "hidden", "checkpoints", "guided", "kafka",
+              "kafka-agent")  # fmt: skip
+"""Every `kreplica bench` subcommand: one per module of kreplica.conformance.bench."""
+
+
+def test_every_benchmark_module_has_its_subcommand() -> None:
+    modules = {p.stem.replace("_", "-") for p in (ROOT / "conformance/bench").glob("[!_]*.py")}
+    assert set(bench_group.commands) == modules == set(BENCHMARKS)
+
+
+@pytest.mark.parametrize("words", [("walk",), ("bench",), *(("bench", b) for b in BENCHMARKS)],
+                         ids=" ".join)  # fmt: skip
+def test_each_help_prints_its_examples_and_exit_codes(words: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(main, [*words, "--help"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Usage: kreplica {' '.join(words)} [OPTIONS]")
+    assert f"kreplica {' '.join(words)} " in result.output.split("Examples:")[1]
+    command: click.Command = main
+    for word in words:
+        assert isinstance(command, click.Group)
+        command = command.commands[word]
+    if not isinstance(command, click.Group):
+        assert "Exit codes:" in result.output and "  0  " in result.output
+        assert "  2  bad input" in result.output
 
 
 def test_the_fixture_recorders_check_every_config_before_tlc_runs() -> None:
@@ -117,8 +154,8 @@ def test_the_fixture_recorders_check_every_config_before_tlc_runs() -> None:
 def test_a_good_random_walk_still_writes_its_corpus(tmp_path: Path) -> None:
     out = tmp_path / "ok.jsonl"
     done = run(
-        [sys.executable, "-m", "kreplica.conformance.fuzz.random_walk",
-         "--traces", "2", "--steps", "5", "--out", str(out)]
+        [sys.executable, "-m", "kreplica", "walk", "--traces", "2", "--steps", "5",
+         "--out", str(out)]
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""

@@ -272,8 +272,9 @@ def test_a_step_that_changes_nothing_where_the_spec_acts_breaks_step_takes_effec
 
 
 def test_the_checkpoint_bench_counts_a_power_loss_below_the_checkpoint() -> None:
-    """`bench.checkpoints` counts a power loss whose broker's checkpoint is above the log that
-    survived it: one replica, a record committed and checkpointed, then the power loss."""
+    """`kreplica bench checkpoints` counts a power loss whose broker's checkpoint is above the
+    log that survived it: one replica, a record committed and checkpointed, then the power
+    loss."""
     cluster = FuzzSetup(replicas=1).schedule().cluster()
     recorder = SpecRecorder(cluster, TP, {})
     judge = Judge(recorder)

@@ -1,4 +1,4 @@
-"""No idle fetcher thread survives a LeaderAndIsr (conformance/bridge/idle_fetchers.py)."""
+"""No idle fetcher thread survives a LeaderAndIsr (conformance/judges/idle_fetchers.py)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ RUNS = CHECKOUT / "build" / "kafka-runs"
 PORT_BASE = 19390
 """Ports of their own (test_kafka_real.py uses 19290, runs by hand 19090)."""
 CROSS_CHECK_PORT_BASE = 19790
-"""The cross-check's cluster's ports (bench.kafka_agent's default is 19690)."""
+"""The cross-check's cluster's ports (`kreplica bench kafka-agent`'s default is 19690)."""
 EXIT_HOOKS_MISMATCH = 3
 
 

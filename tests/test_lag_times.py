@@ -1,4 +1,4 @@
-"""Kafka's caught-up times kept from a run's actions (conformance/bridge/lag_times.py), and the
+"""Kafka's caught-up times kept from a run's actions (conformance/judges/lag_times.py), and the
 ISR shrinks they allow, on a real cluster."""
 
 from __future__ import annotations

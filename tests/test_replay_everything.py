@@ -11,7 +11,6 @@ from click.testing import CliRunner, Result
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.cli.replay import EXIT_CANNOT_REPLAY
-from kreplica.conformance.fuzz.random_walk import main as random_walk
 from kreplica.conformance.replay.setups import choose_setup
 from kreplica.conformance.tla.itf import iter_jsonl_traces
 from kreplica.conformance.validate.results import iter_rows
@@ -37,8 +36,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     walks = root / "walks.jsonl"
-    args = ["--traces", "20", "--steps", "40", "--seed", "1", "--out", str(walks)]
-    result = CliRunner().invoke(random_walk, args)
+    result = run("walk", "--traces", "20", "--steps", "40", "--seed", "1", "--out", str(walks))
     assert result.exit_code == 0, result.output
     saved = root / "saved"
     result = run("fuzz", "--bug", "early-ack", "--no-unclean", "--no-shrink", "--out", str(saved))

@@ -172,8 +172,8 @@ def test_a_cluster_whose_python_lacks_kreplica_checks_a_corpus(
 ) -> None:
     corpus = tmp_path / "corpus.jsonl"
     subprocess.run(
-        [sys.executable, "-m", "kreplica.conformance.fuzz.random_walk", "--traces", "6",
-         "--steps", "20", "--seed", "0", "--out", str(corpus)],
+        [sys.executable, "-m", "kreplica", "walk", "--traces", "6", "--steps", "20",
+         "--seed", "0", "--out", str(corpus)],
         check=True, capture_output=True,
     )  # fmt: skip
     settings = _settings()

@@ -1,6 +1,6 @@
 """Re-record the traces of traces/regressions/ from their schedules, after the spec's variables
 or the recorder change: each schedule's impl steps are run again exactly (a liveness failure's
-with the settle phase after them, `liveness.replay_saved`), and must still show the violation
+with the settle phase after them, `settle.replay_saved`), and must still show the violation
 it recorded; its trace is written anew beside it, keeping the old trace's #meta.
 
 Usage: .venv/bin/python traces/record_regressions.py [NAME ...]

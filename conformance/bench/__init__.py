@@ -1,10 +1,11 @@
-"""The benchmark commands, each a `python -m kreplica.conformance.bench.NAME` program whose
-figures docs/ quotes beside the command: `impl` (simulated messages per second), `fuzz` (fuzzer
-throughput and time to detection), `conform` (trace events checked per second), `tlc` (one TLC
-process's cost per event), `hidden` (what a hidden variable costs), `checkpoints` (how often a
-power loss leaves an HW checkpoint above the log that survived), `guided` (abstract-state
-coverage against time, guided and unguided), `kafka` (the real-cluster harness: start-up,
-schedules per hour) and `kafka_agent` (what the Java agent costs a broker).
+"""The benchmarks' engines, one module per `kreplica bench NAME` subcommand (`cli.bench` parses
+and renders), whose figures docs/ quotes beside the command: `impl` (simulated messages per
+second), `fuzz` (fuzzer throughput and time to detection), `conform` (trace events checked per
+second), `tlc` (one TLC process's cost per event), `hidden` (what a hidden variable costs),
+`checkpoints` (how often a power loss leaves an HW checkpoint above the log that survived),
+`guided` (abstract-state coverage against time, guided and unguided), `kafka` (the real-cluster
+harness: start-up, schedules per hour) and `kafka_agent` (`kreplica bench kafka-agent`: what the
+Java agent costs a broker). They return results and rows; none parses options or prints.
 
 May import: `kafka`, `fuzz`, `validate`, `tla`, `errors`, and `kreplica.impl`. `cli` may not be
 imported; a benchmark that times the CLI runs it as a process (`python -m kreplica`).

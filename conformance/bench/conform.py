@@ -1,6 +1,6 @@
 """Benchmark `kreplica conform`: end-to-end trace events checked per second, side by side.
 
-    python -m kreplica.conformance.bench.conform --traces 10000 --steps 100
+    kreplica bench conform --traces 10000 --steps 100
 
 records a random-walk corpus of the correct protocol (JSON-lines files of --per-file traces;
 or takes --corpus), then checks it with Spark local[1], Spark local[2] and the process pool
@@ -8,13 +8,14 @@ or takes --corpus), then checks it with Spark local[1], Spark local[2] and the p
 name, the load averages, and the peak memory of the driver process (its own resident set, not
 Spark's JVM).
 
-    python -m kreplica.conformance.bench.conform --master spark://127.0.0.1:7077 \
+    kreplica bench conform --master spark://127.0.0.1:7077 \
         --executor-python /usr/bin/python3 --mode "spark local[2]" --mode "spark cluster"
 
 adds the mode "spark cluster": the same command with `--master URL` (a standalone cluster, for
 instance one master and one worker), its executors running `--executor-python` (exported as
 PYSPARK_PYTHON to the driver, which passes it on), so local[2] and a cluster are measured side
-by side.
+by side. `make_corpus`, `measure` and `ratios` are the engine; `kreplica bench conform`
+renders what they return.
 """
 
 from __future__ import annotations
@@ -24,16 +25,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.table import Table
-
-from kreplica.conformance.errors import run_command
+from kreplica.conformance.errors import BenchmarkFailed, KreplicaError
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.validate.results import PARQUET, iter_rows
@@ -82,7 +79,7 @@ def make_corpus(directory: Path, traces: int, steps: int, per_file: int, seed: i
     return events
 
 
-def _load() -> str:
+def load_average() -> str:
     """The 1-, 5- and 15-minute load averages (the machine may be shared)."""
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -95,7 +92,8 @@ def run_mode(
     executor_python: str | None = None,
 ) -> Measured:  # fmt: skip
     """Run `kreplica conform` in a fresh process; time it and read its peak RSS. The cluster
-    mode runs against `master`, its executors with `executor_python`."""
+    mode runs against `master`, its executors with `executor_python` (KreplicaError without a
+    master); BenchmarkFailed if the run wrote no results."""
     code = (
         "import resource, runpy, sys\n"
         "try:\n    runpy.run_module('kreplica', run_name='__main__')\nexcept SystemExit as e:\n"
@@ -106,7 +104,7 @@ def run_mode(
     env = dict(os.environ)
     if mode == CLUSTER:
         if master is None:
-            raise click.UsageError(f"the mode {CLUSTER!r} needs --master URL")
+            raise KreplicaError(f"the mode {CLUSTER!r} needs --master URL")
         extra = ["--master", master]
         if executor_python:
             env["PYSPARK_PYTHON"] = executor_python
@@ -122,58 +120,43 @@ def run_mode(
     driver_mb = int(rss[-1].split()[1]) / 1024 if rss else float("nan")
     if not (out / PARQUET).exists():
         lines = proc.stderr.strip().splitlines()
-        raise click.ClickException(f"{mode} failed: {lines[-1] if lines else proc.returncode}")
+        raise BenchmarkFailed(f"{mode} failed: {lines[-1] if lines else proc.returncode}")
     rows = list(iter_rows(out / PARQUET, ["events"]))
     events = sum(r["events"] or 0 for r in rows)
     return Measured(mode, seconds, events, len(rows), driver_mb, proc.returncode)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--traces", type=click.IntRange(min=1), default=10_000, show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--per-file", type=click.IntRange(min=1), default=500, show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=2500, show_default=True)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--mode", "modes", multiple=True, type=click.Choice([*MODES, CLUSTER]),
-              help="Modes to run (default: all three, and the cluster with --master).")  # fmt: skip
-@click.option("--master", help="A Spark cluster's master URL (spark://HOST:PORT): adds the "
-              f"mode {CLUSTER!r}.")  # fmt: skip
-@click.option("--executor-python", help="The cluster's executors' Python (PYSPARK_PYTHON); "
-              "by default the workers' python3.")  # fmt: skip
-@click.option("--corpus", "given", type=click.Path(exists=True, path_type=Path),
-              help="Check this corpus (file or directory) instead of recording one.")  # fmt: skip
-def main(
-    traces: int, steps: int, per_file: int, batch_size: int, seed: int, modes: tuple[str, ...],
-    given: Path | None, master: str | None, executor_python: str | None,
-) -> None:  # fmt: skip
-    """Measure conformance checking throughput on Spark and on a process pool."""
-    console = Console(highlight=False)
-    with tempfile.TemporaryDirectory(prefix="kreplica-bench-") as tmp:
-        root = Path(tmp)
-        source = given or root / "corpus"
-        if given is None:
-            console.print(f"recording {traces} traces of up to {steps} steps ...")
-            events = make_corpus(source, traces, steps, per_file, seed)
-            console.print(f"corpus: {events} events in {-(-traces // per_file)} files")
-        results = []
-        for mode in modes or (*MODES, *([CLUSTER] if master else [])):
-            console.print(f"checking with {mode} (load {_load()}) ...")
-            out = root / re.sub(r"[^a-z0-9]+", "-", mode)
-            results.append(run_mode(mode, source, out, batch_size, master, executor_python))
-        console.print(f"load average at the end: {_load()}")
-    table = Table("mode", "traces", "events", "seconds", "events/s", "driver peak MB", "exit")
-    for m in results:
-        table.add_row(m.mode, str(m.traces), str(m.events), f"{m.seconds:.1f}", f"{m.rate:,.0f}",
-                      f"{m.driver_mb:.0f}", str(m.exit_code))  # fmt: skip
-    console.print(table)
+def modes_to_run(modes: Sequence[str], master: str | None) -> tuple[str, ...]:
+    """The modes chosen, in the order given; by default all of `MODES`, and `CLUSTER` when
+    there is a master. KreplicaError if `CLUSTER` is chosen without a master."""
+    chosen = tuple(modes) or (*MODES, *([CLUSTER] if master else []))
+    if CLUSTER in chosen and master is None:
+        raise KreplicaError(f"the mode {CLUSTER!r} needs --master URL")
+    return chosen
+
+
+def measure(
+    source: Path, modes: Sequence[str], scratch: Path, batch_size: int,
+    master: str | None = None, executor_python: str | None = None,
+    on_mode: Callable[[str], None] = lambda mode: None,
+) -> list[Measured]:  # fmt: skip
+    """Check the corpus `source` once per mode (`run_mode`), each into a directory of its own
+    under `scratch`; `on_mode(mode)` is told before each starts."""
+    results = []
+    for mode in modes:
+        on_mode(mode)
+        out = scratch / re.sub(r"[^a-z0-9]+", "-", mode)
+        results.append(run_mode(mode, source, out, batch_size, master, executor_python))
+    return results
+
+
+def ratios(results: Sequence[Measured]) -> list[tuple[str, float]]:
+    """The ratios of events/s the targets name, for the modes that ran: local[2] over local[1],
+    local[2] over the pool, the cluster over local[2]."""
     by = {m.mode: m.rate for m in results}
-    if by.get("spark local[1]") and by.get("spark local[2]"):
-        console.print(f"local[2] / local[1]: {by['spark local[2]'] / by['spark local[1]']:.2f}")
-    if by.get("spark local[2]") and by.get("process pool (2)"):
-        console.print(f"spark local[2] / pool: {by['spark local[2]'] / by['process pool (2)']:.2f}")
-    if by.get(CLUSTER) and by.get("spark local[2]"):
-        console.print(f"cluster / local[2]: {by[CLUSTER] / by['spark local[2]']:.2f}")
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.conform")
+    pairs = (
+        ("local[2] / local[1]", "spark local[2]", "spark local[1]"),
+        ("spark local[2] / pool", "spark local[2]", "process pool (2)"),
+        ("cluster / local[2]", CLUSTER, "spark local[2]"),
+    )
+    return [(label, by[a] / by[b]) for label, a, b in pairs if by.get(a) and by.get(b)]

@@ -17,8 +17,8 @@ Profile (`--profile`): the throughput campaign under cProfile, its time by where
 the function that called it. cProfile's own cost per call inflates what makes many small calls,
 so the shares are a guide; the throughput measured without it is the figure.
 
-    .venv/bin/python -m kreplica.conformance.bench.fuzz [--seeds 5] [--only WORD] [--defaults]
-        [--markdown] [--profile]
+`throughput`, `detect` and `profile` are the engines of `kreplica bench fuzz [--seeds 5]
+[--only WORD] [--defaults] [--markdown] [--profile]`, which renders what they return.
 """
 
 from __future__ import annotations
@@ -29,15 +29,11 @@ import pstats
 import statistics
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import click
-from rich.console import Console
-from rich.table import Table
-
-from kreplica.conformance.errors import run_command
+from kreplica.conformance.errors import BenchmarkFailed
 from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz
 from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
@@ -68,12 +64,12 @@ class Throughput:
 
 
 def throughput(examples: int, max_steps: int = 100) -> Throughput:
-    """Fuzz the correct protocol with every fault on; time it."""
+    """Fuzz the correct protocol with every fault on; time it. BenchmarkFailed if it fails."""
     cpu, wall = time.process_time(), time.perf_counter()
     result = run_fuzz(FuzzSetup(), examples, max_steps, seed_value=0)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     if result.failure is not None:
-        raise click.ClickException(f"the correct protocol failed: {result.failure.reason}")
+        raise BenchmarkFailed(f"the correct protocol failed: {result.failure.reason}")
     s = result.stats
     return Throughput(s.runs, s.steps, s.impl_steps, cpu, wall)
 
@@ -84,18 +80,18 @@ RULES = "the rules and their choices (fuzz/machine.py, choices.py)"
 ROOMS = (
     ("hypothesis/", "Hypothesis (drawing rules and arguments, the engine)"),
     ("conformance/bridge/projection.py", "the projection (bridge/projection.py)"),
-    ("conformance/bridge/invariants.py", "the invariants (bridge/invariants.py)"),
+    ("conformance/judges/invariants.py", "the invariants (judges/invariants.py)"),
     ("conformance/fuzz/guidance.py", "abstract states (fuzz/guidance.py)"),
-    ("conformance/bridge/backoff.py", CLOCK),
-    ("conformance/bridge/lag_times.py", CLOCK),
-    ("conformance/bridge/checkpoint_times.py", CLOCK),
-    ("conformance/bridge/idle_fetchers.py", CLOCK),
-    ("conformance/bridge/client_answers.py", "the client's answers (bridge/client_answers.py)"),
-    ("conformance/bridge/checked_steps.py", "the other step checks (bridge/checked_steps.py)"),
+    ("conformance/judges/backoff.py", CLOCK),
+    ("conformance/judges/lag_times.py", CLOCK),
+    ("conformance/judges/checkpoint_times.py", CLOCK),
+    ("conformance/judges/idle_fetchers.py", CLOCK),
+    ("conformance/judges/client_answers.py", "the client's answers (judges/client_answers.py)"),
+    ("conformance/judges/checked_steps.py", "the other step checks (judges/checked_steps.py)"),
     ("conformance/bridge/recorder.py", RECORDING),
     ("conformance/bridge/step_codec.py", RECORDING),
     ("conformance/tla/", RECORDING),
-    ("conformance/fuzz/liveness.py", "settling (fuzz/liveness.py)"),
+    ("conformance/fuzz/settle.py", "settling (fuzz/settle.py)"),
     ("conformance/fuzz/machine.py", RULES),
     ("conformance/fuzz/choices.py", RULES),
     ("/impl/", "the simulator (impl/)"),
@@ -215,10 +211,14 @@ def _median(values: Sequence[float], form: str) -> str:
 
 
 def detect(
-    target: Target, seeds: int, time_limit: float, console: Console, defaults: bool = False
+    target: Target,
+    seeds: int,
+    time_limit: float,
+    on_result: Callable[[int, FuzzResult], None] = lambda seed, result: None,
+    defaults: bool = False,
 ) -> Detection:
     """Run one campaign per seed for the target (its own set-up, or with `defaults` the default
-    options); report each on the console."""
+    options); `on_result(seed, result)` is told of each as it ends."""
     setup = target.default_setup if defaults else target.setup
     examples = DEFAULT_EXAMPLES if defaults else 10**9
     results = []
@@ -227,115 +227,10 @@ def detect(
             setup, examples, DEFAULT_STEPS, seed_value, shrink=False, time_limit=time_limit
         )
         results.append(result)
-        console.print(f"  {target.word} seed {seed_value}: {_one(target, result)}")
+        on_result(seed_value, result)
     return Detection(target, tuple(results), time_limit, defaults)
 
 
-def _one(target: Target, result: FuzzResult) -> str:
-    """A one-line account of one campaign."""
-    f = result.failure
-    if f is None:
-        return f"not found in {result.stats.runs} runs ({result.seconds:.0f} s)"
-    s = result.stats
-    other = "" if f.invariant in target.breaks else " (not the target's failure)"
-    return (
-        f"{f.invariant}{other} after {s.detected or 0:.1f} s (run {s.runs_to_failure}); "
-        f"minimised to {f.spec_actions} spec actions, {len(f.steps)} impl steps"
-    )
-
-
-def detection_table(rows: Sequence[Detection]) -> Table:
-    """The rich table of every target's detection."""
-    table = Table(title="time to detection (one campaign per seed, no Hypothesis shrinking)")
-    for name in COLUMNS:
-        table.add_column(name, overflow="fold")
-    for row in rows:
-        table.add_row(*row.cells())
-    return table
-
-
-def markdown(rows: Sequence[Detection]) -> str:
-    """The same table in markdown (for docs/fuzzing.md)."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in rows:
-        cells = row.cells()
-        cells[1] = f"`{cells[1]}`" if cells[1] != "(defaults)" else cells[1]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--throughput-examples",
-    type=click.IntRange(min=0),
-    default=500,
-    show_default=True,
-    help="Runs of the throughput campaign (0: skip it).",
-)
-@click.option(
-    "--seeds",
-    type=click.IntRange(min=0),
-    default=5,
-    show_default=True,
-    help="Detection campaigns per target (0: skip detection).",
-)
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=120.0,
-    show_default=True,
-    help="Seconds each detection campaign may search.",
-)
-@click.option("--only", multiple=True, metavar="WORD", help="Only this target (repeatable).")
-@click.option(
-    "--defaults",
-    is_flag=True,
-    help="Run each target with kreplica fuzz's default options (--bug X or --variant X only) "
-    "instead of its own set-up.",
-)
-@click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
-@click.option(
-    "--profile",
-    "as_profile",
-    is_flag=True,
-    help="Run the throughput campaign under cProfile instead, and print where its time goes "
-    "(markdown rows).",
-)
-def main(
-    throughput_examples: int,
-    seeds: int,
-    time_limit: float,
-    only: tuple[str, ...],
-    defaults: bool,
-    as_markdown: bool,
-    as_profile: bool,
-) -> None:
-    """Measure the fuzzer's throughput and its time to detect each seeded bug and variant."""
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=200)  # a log file: no wrapping
-    unknown = sorted(set(only) - {t.word for t in TARGETS})
-    if unknown:
-        raise click.BadParameter(f"unknown target {unknown[0]!r}", param_hint="--only")
-    if as_profile and throughput_examples > 0:
-        rooms, total = profile(throughput_examples)
-        console.print(f"where the time goes (cProfile, {total:.1f} s in all):", soft_wrap=True)
-        for room, seconds in rooms.most_common():
-            console.print(f"| {room} | {seconds:.1f} s | {100 * seconds / total:.0f}% |")
-    elif throughput_examples > 0:
-        t = throughput(throughput_examples)
-        console.print(
-            f"throughput: {t.rate:,.0f} steps/s per CPU second ({t.wall_rate:,.0f} per wall "
-            f"second): {t.steps:,} steps ({t.impl_steps:,} impl steps) in {t.runs:,} runs, "
-            f"{t.cpu_seconds:.1f} s CPU, {t.wall_seconds:.1f} s wall"
-        )
-    chosen = [t for t in TARGETS if seeds and (not only or t.word in only)]
-    rows = [detect(t, seeds, time_limit, console, defaults) for t in chosen]
-    if rows:
-        console.print(detection_table(rows))
-        if as_markdown:
-            console.print(markdown(rows), soft_wrap=True)
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.fuzz")
+def unknown_targets(words: Sequence[str]) -> list[str]:
+    """The words that name no target of `TARGETS`, sorted."""
+    return sorted(set(words) - {t.word for t in TARGETS})

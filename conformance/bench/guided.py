@@ -5,28 +5,24 @@ number of seconds (or until the default 3,000 runs, which also bounds the runs H
 target phase may spend: half of them): one unguided, one `--guided` (each run hands its rarity
 to Hypothesis's `target()`, see `fuzz.guidance`). Each campaign's coverage curve (distinct
 abstract states after each run) is drawn, both modes side by side, into one picture, and the
-final counts are printed as a table.
+final counts are printed as a table. `coverage_curves`, `draw` and `rows` are the engine of
 
-    .venv/bin/python -m kreplica.conformance.bench.guided [--seconds 60] [--seeds 3]
-        [--picture docs/img/guided-coverage.png] [--markdown]
+    kreplica bench guided [--seconds 60] [--seeds 3] [--picture docs/img/guided-coverage.png]
+        [--markdown]
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
-from rich.console import Console
-from rich.table import Table
 
-from kreplica.conformance.errors import run_command
 from kreplica.conformance.fuzz.campaign import run_fuzz
 from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FuzzSetup
 
@@ -62,6 +58,14 @@ def campaign(guided: bool, seed_value: int, seconds: float) -> Curve:
     curve = tuple(result.stats.coverage.curve)
     found = None if result.failure is None else result.failure.invariant
     return Curve(mode, seed_value, curve, result.stats.runs, found)
+
+
+def coverage_curves(seconds: float, seeds: int) -> Iterator[Curve]:
+    """For each seed 0..seeds-1, an unguided then a guided campaign of `seconds`; each curve
+    as its campaign ends."""
+    for seed_value in range(seeds):
+        for _, guided in MODES:
+            yield campaign(guided, seed_value, seconds)
 
 
 def draw(curves: Sequence[Curve], seconds: float, path: Path) -> None:
@@ -111,52 +115,3 @@ def rows(curves: Sequence[Curve]) -> list[list[str]]:
 
 
 COLUMNS = ("mode", "abstract states per seed", "median", "median runs", "stopped early by")
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--seconds",
-    type=click.FloatRange(min=0, min_open=True),
-    default=60.0,
-    show_default=True,
-    help="Seconds each campaign searches.",
-)
-@click.option(
-    "--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds 0..N-1."
-)
-@click.option(
-    "--picture",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("docs/img/guided-coverage.png"),
-    show_default=True,
-    help="Where the plot goes.",
-)
-@click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
-def main(seconds: float, seeds: int, picture: Path, as_markdown: bool) -> None:
-    """Plot abstract-state coverage against time for guided and unguided fuzzing."""
-    console = Console(highlight=False, width=200)
-    curves = []
-    for seed_value in range(seeds):
-        for mode, guided in MODES:
-            curve = campaign(guided, seed_value, seconds)
-            found = f"; stopped: {curve.found} failed" if curve.found else ""
-            console.print(
-                f"  {mode} seed {seed_value}: {curve.final} states, {curve.runs} runs{found}"
-            )
-            curves.append(curve)
-    draw(curves, seconds, picture)
-    table = Table(title=f"abstract states after {seconds:g} s")
-    for name in COLUMNS:
-        table.add_column(name)
-    for row in rows(curves):
-        table.add_row(*row)
-    console.print(table)
-    console.print(f"picture: {picture}")
-    if as_markdown:
-        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows(curves)]
-        console.print("\n".join(lines), soft_wrap=True)
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.guided")

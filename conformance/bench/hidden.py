@@ -1,26 +1,24 @@
 """What a hidden variable costs: the same traces checked with one variable left out.
 
-    python -m kreplica.conformance.bench.hidden --traces 50 --steps 100
-    python -m kreplica.conformance.bench.hidden --real build/campaign/final/traces
+    kreplica bench hidden --traces 50 --steps 100
+    kreplica bench hidden --real build/campaign/final/traces
 
 A trace may omit variables (leave them out of its `vars`); TLC then searches their values,
 and the trace conforms if some behaviour consumes it whole. For each spec variable this
 removes it from every trace of a random-walk corpus, checks the corpus in one TLC run, and
 reports the states TLC explored per trace event (1.0 when every step is determined), the
-seconds, and whether every trace still conforms.
+seconds, and whether every trace still conforms. `hidden_costs` is the engine; `kreplica bench
+hidden` prints each cost as it comes, then the table.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.table import Table
-
-from kreplica.conformance.errors import run_command
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.tla.specs import default_spec_dir
@@ -55,21 +53,31 @@ def real_traces(paths: tuple[Path, ...]) -> list[str]:
     return found
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--traces", type=click.IntRange(min=1), default=50, show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option(
-    "--real",
-    "real",
-    multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="Real Kafka traces (files or directories of *.itf.json, from kreplica kafka trace) "
-    "instead of random walks: those checked under the correct protocol, each of the variables "
-    "they record hidden in turn.",
-)
-def main(traces: int, steps: int, seed: int, real: tuple[Path, ...]) -> None:
-    """Check one corpus once with every variable and once per hidden variable."""
+@dataclass(frozen=True)
+class HiddenCost:
+    """One TLC run over the corpus with the `label` variables hidden."""
+
+    label: str
+    conforming: int
+    traces: int
+    states: int
+    """Distinct states TLC explored."""
+    events: int
+    """Trace events, and one initial state per trace."""
+    seconds: float
+
+    @property
+    def states_per_event(self) -> float:
+        """States TLC explored per trace event (1.0: every step determined)."""
+        return self.states / self.events if self.events else 0.0
+
+
+def hidden_costs(
+    traces: int, steps: int, seed: int, real: tuple[Path, ...] = ()
+) -> Iterator[HiddenCost]:
+    """Check one corpus once with every variable, once per hidden variable, and once with all
+    but `OBSERVABLE` hidden; one cost per check, as each ends. The corpus is `traces` random
+    walks of `steps` steps from `seed`, or the real Kafka traces under `real`."""
     params = SpecParams(fetch_max_records=1_000_000 if real else 2)
     options = TlcOptions(java=find_java(), time_limit=1800, jvm_flags=SHORT_RUN_JVM_FLAGS)
     reader = build_reader(java=options.java)
@@ -81,8 +89,6 @@ def main(traces: int, steps: int, seed: int, real: tuple[Path, ...]) -> None:
     else:
         texts = [dumps_trace(t) for t in corpus(traces, steps, seed, Variant(), replicas=3)]
         names = list(VARIABLES)
-    table = Table("hidden", "conform", "states / event", "seconds", title="cost of hiding")
-    console = Console(highlight=False)
     rows: list[tuple[str, tuple[str, ...]]] = [("(none)", ())]
     rows += [(v, (v,)) for v in names]
     rows.append(
@@ -94,12 +100,6 @@ def main(traces: int, steps: int, seed: int, real: tuple[Path, ...]) -> None:
         start = time.monotonic()
         result, printed = run_batch(batch, params, spec, options, False, reader)
         seconds = time.monotonic() - start
-        states = result.distinct or 0
-        table.add_row(label, f"{len(printed.conforms)}/{len(batch)}",
-                      f"{states / events:.2f}", f"{seconds:.1f}")  # fmt: skip
-        console.print(f"hidden {label}: {states} states, {seconds:.1f}s")
-    console.print(table)
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.hidden")
+        yield HiddenCost(
+            label, len(printed.conforms), len(batch), result.distinct or 0, events, seconds
+        )

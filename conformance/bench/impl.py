@@ -4,8 +4,7 @@ A 3-broker cluster with 10 partitions (replication factor 3) under steady produc
 one record per partition per round) and follower fetching, driven by the simulator's fair
 scheduler on one core. Every request and every response delivered by the simulated network
 counts as one message. This module may read the wall clock; kreplica.impl never does.
-
-    .venv/bin/python -m kreplica.conformance.bench.impl [--rounds N] [--repeat K]
+`best_run` is the engine of `kreplica bench impl [--rounds N] [--repeat K]`.
 """
 
 from __future__ import annotations
@@ -14,9 +13,6 @@ import gc
 import time
 from dataclasses import dataclass
 
-import click
-
-from kreplica.conformance.errors import run_command
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.steps import Produce, Tick
 
@@ -63,6 +59,7 @@ def run_once(
 
 
 def _measure(cluster: Cluster, rounds: int) -> BenchResult:
+    """Run the rounds on `cluster`; what its network delivered, and the seconds it took."""
     tps = cluster.partitions
     network = cluster.network
     start_delivered = network.delivered
@@ -79,38 +76,9 @@ def _measure(cluster: Cluster, rounds: int) -> BenchResult:
     return BenchResult(network.delivered - start_delivered, cpu, wall, len(cluster.acked))
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--rounds", type=click.IntRange(min=1), default=2_000, help="produce rounds (default 2000)"
-)
-@click.option(
-    "--repeat",
-    type=click.IntRange(min=1),
-    default=3,
-    show_default=True,
-    help="runs; the best is reported",
-)
-@click.option("--brokers", type=click.IntRange(min=3), default=3, show_default=True)
-@click.option("--partitions", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option(
-    "--gc",
-    "gc_mode",
-    type=click.Choice(("tuned", "default")),
-    default="tuned",
-    help="tuned (default): gc.freeze() after set-up and gen-0 threshold 50000; "
-    "default: Python's own GC settings",
-)
-def main(rounds: int, repeat: int, brokers: int, partitions: int, gc_mode: str) -> None:
-    """Simulated protocol messages per second (3 brokers, 10 partitions)."""
+def best_run(
+    rounds: int, repeat: int, brokers: int = 3, partitions: int = 10, gc_mode: str = "tuned"
+) -> BenchResult:
+    """The run of the highest rate (messages per CPU second) among `repeat` runs of `run_once`."""
     results = [run_once(rounds, brokers, partitions, gc_mode) for _ in range(repeat)]
-    best = max(results, key=lambda r: r.rate)
-    print(
-        f"brokers={brokers} partitions={partitions} rounds={rounds} gc={gc_mode} "
-        f"messages={best.messages} acked={best.acked} cpu_seconds={best.cpu_seconds:.3f} "
-        f"wall_seconds={best.wall_seconds:.3f} (wall rate {best.wall_rate:,.0f}/s)"
-    )
-    print(f"messages/s: {best.rate:,.0f}")
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.impl")
+    return max(results, key=lambda r: r.rate)

@@ -5,9 +5,9 @@ partition, so it needs no root) `--runs` times on a fresh real Kafka 2.6.3 clust
 reports per run: start-up (first JVM to broker 1 leading a full ISR), the steps, the final
 observation (settling, the read, DumpLogSegments), the teardown, the total; the harness's own CPU
 (this Python process) and the JVMs' CPU (every child, reaped). Schedules per hour is 3600 over
-the median total.
+the median total. `measure` and `rows` are the engine of
 
-    .venv/bin/python -m kreplica.conformance.bench.kafka [--runs N] [--schedule PATH]
+    kreplica bench kafka [--runs N] [--schedule PATH]
 """
 
 from __future__ import annotations
@@ -19,15 +19,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.table import Table
-
-from kreplica.conformance.errors import run_command
 from kreplica.conformance.kafka.cluster import DEFAULT_UID_BASE, Layout, fresh_run_dir
 from kreplica.conformance.kafka.install import CHECKOUT, find_installation
 from kreplica.conformance.kafka.real import RealRun, run_schedule
-from kreplica.conformance.kafka.schedule import Schedule, load_schedule, parse_schedule
+from kreplica.conformance.kafka.schedule import Schedule, parse_schedule
 
 REFERENCE = parse_schedule(
     {
@@ -44,6 +39,13 @@ REFERENCE = parse_schedule(
     }
 )
 """The default schedule: a leader killed and restarted between produces (acks=-1)."""
+
+RUN_DIR = CHECKOUT / "build" / "kafka-runs" / "bench"
+"""The run directory, emptied at each run's start."""
+
+COLUMNS = ("run", "start s", "steps s", "observe s", "teardown s", "total s", "harness CPU s",
+           "JVM CPU s")  # fmt: skip
+"""The columns of `rows`."""
 
 
 @dataclass(frozen=True)
@@ -72,24 +74,54 @@ def measure_once(schedule: Schedule, run_dir: Path, port_base: int) -> Measured:
 
 
 def _children_cpu() -> float:
+    """CPU seconds of this process's children reaped so far (the JVMs)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def report(results: list[Measured]) -> Table:
-    """One row per run, then the medians."""
-    table = Table(title="kreplica kafka: the real-cluster harness")
-    for name in ("run", "start s", "steps s", "observe s", "teardown s", "total s",
-                 "harness CPU s", "JVM CPU s"):  # fmt: skip
-        table.add_column(name, justify="right")
-    for i, m in enumerate(results, 1):
-        table.add_row(str(i), *_cells(m))
+def measure(schedule: Schedule, runs: int, port_base: int) -> list[Measured]:
+    """Run the schedule `runs` times, each on a fresh cluster in `RUN_DIR`."""
+    return [measure_once(schedule, RUN_DIR, port_base) for _ in range(runs)]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The medians over the runs."""
+
+    start_seconds: float
+    total_seconds: float
+    harness_cpu: float
+
+    @property
+    def per_hour(self) -> float:
+        """Schedules per hour: 3600 over the median total."""
+        return 3600 / self.total_seconds
+
+    @property
+    def harness_share(self) -> float:
+        """The harness's CPU as a share of one core over a run."""
+        return self.harness_cpu / self.total_seconds
+
+
+def summary(results: list[Measured]) -> Summary:
+    """The medians of the start-up, the total and the harness's CPU."""
+    return Summary(
+        statistics.median(m.run.start_seconds for m in results),
+        statistics.median(m.run.total_seconds for m in results),
+        statistics.median(m.harness_cpu for m in results),
+    )
+
+
+def rows(results: list[Measured]) -> list[list[str]]:
+    """One row per run (`COLUMNS`), then, for more than one run, the medians."""
+    out = [[str(i), *_cells(m)] for i, m in enumerate(results, 1)]
     if len(results) > 1:
-        table.add_row("median", *(_median(results, col) for col in range(7)))
-    return table
+        out.append(["median", *(_median(results, col) for col in range(7))])
+    return out
 
 
 def _cells(m: Measured) -> list[str]:
+    """One run's figures, as the table prints them."""
     r = m.run
     values = (r.start_seconds, m.steps_seconds, r.observe_seconds, r.teardown_seconds,
               r.total_seconds, m.harness_cpu, m.jvm_cpu)  # fmt: skip
@@ -97,36 +129,5 @@ def _cells(m: Measured) -> list[str]:
 
 
 def _median(results: list[Measured], col: int) -> str:
+    """The median of one column over the runs (of the printed figures, as the table has them)."""
     return f"{statistics.median(float(_cells(m)[col]) for m in results):.1f}"
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option(
-    "--schedule",
-    "schedule_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="A schedule file (default: a leader killed with -9 and restarted, acks=-1).",
-)
-@click.option("--port-base", type=click.IntRange(1024, 65000), default=19390, show_default=True)
-def main(runs: int, schedule_path: Path | None, port_base: int) -> None:
-    """Real-cluster start-up time, schedules per hour, and the harness's own overhead."""
-    schedule = load_schedule(schedule_path) if schedule_path else REFERENCE
-    run_dir = CHECKOUT / "build" / "kafka-runs" / "bench"
-    results = [measure_once(schedule, run_dir, port_base) for _ in range(runs)]
-    out = Console(highlight=False, markup=False)
-    out.print(report(results))
-    total = statistics.median(m.run.total_seconds for m in results)
-    start = statistics.median(m.run.start_seconds for m in results)
-    harness = statistics.median(m.harness_cpu for m in results)
-    out.print(
-        f"schedule {schedule.name} ({len(schedule.steps)} steps), {runs} runs: "
-        f"start-up {start:.1f}s, {3600 / total:.0f} schedules/hour, "
-        f"harness CPU {harness:.1f}s per run ({100 * harness / total:.0f}% of one core)",
-        soft_wrap=True,
-    )
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.kafka")

@@ -21,28 +21,23 @@ of each side and the ratio with/without. Each event line carries the partition's
 log (up to 2000 records), so the bytes per event grow with the log (`--prefill 2000` measures
 at that cap). Run directories: WORKDIR/without and WORKDIR/with (build/kafka-runs/bench-agent),
 each emptied when its next cluster starts; every JVM is stopped when its cluster's run ends.
+`measure`, `rows` and `to_json` are the engine of
 
-    .venv/bin/python -m kreplica.conformance.bench.kafka_agent [--runs N] [--records N]
-        [--warmup N] [--prefill N] [--no-pipelined] [--markdown] [--json OUT] [--port-base N]
+    kreplica bench kafka-agent [--runs N] [--records N] [--warmup N] [--prefill N]
+        [--no-pipelined] [--markdown] [--json OUT] [--port-base N]
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
-from rich.console import Console
-from rich.table import Table
-
-from kreplica.conformance.errors import KreplicaError, file_error, run_command
+from kreplica.conformance.errors import KreplicaError
 from kreplica.conformance.kafka.cluster import (
     DEFAULT_UID_BASE,
     PARTITION,
@@ -61,6 +56,8 @@ from kreplica.conformance.kafka.workload import (
 )
 
 AGENT_JAR = CHECKOUT / "build" / "kafka" / "agent" / "kreplica-agent.jar"
+WORKDIR = CHECKOUT / "build" / "kafka-runs" / "bench-agent"
+"""Where the run directories go by default: WORKDIR/without and WORKDIR/with."""
 EVENTS = "events.jsonl"
 TOPIC_SETTINGS = parse_schedule(
     {
@@ -315,6 +312,20 @@ def measure_once(
     return Measured(run, agent is not None, started, tuple(phases))
 
 
+def measure(
+    runs: int, counts: Counts, agent_jar: Path, workdir: Path, port_base: int
+) -> list[Measured]:
+    """`runs` pairs of clusters, each pair without the agent and then with `agent_jar`, in
+    WORKDIR/without and WORKDIR/with; KreplicaError before any cluster if Kafka is missing."""
+    install = find_installation()
+    results = []
+    for run in range(1, runs + 1):
+        for agent in (None, agent_jar):
+            run_dir = workdir.resolve() / ("with" if agent else "without")
+            results.append(measure_once(run, agent, install, run_dir, port_base, counts))
+    return results
+
+
 # -- the report ------------------------------------------------------------------------------
 
 COLUMNS = ("run", "agent", "phase", "log", "records/s", "p50 ms", "p99 ms", "CPU ms/rec",
@@ -362,23 +373,6 @@ def rows(results: list[Measured]) -> list[list[str]]:
     return out
 
 
-def rich_table(results: list[Measured]) -> Table:
-    """The report as a rich table."""
-    table = Table(title="kreplica's agent on real Kafka 2.6.3: acks=-1 produces of small records")
-    for name in COLUMNS:
-        table.add_column(name, justify="left" if name in ("agent", "phase") else "right")
-    for row in rows(results):
-        table.add_row(*row)
-    return table
-
-
-def markdown_table(results: list[Measured]) -> str:
-    """The report as a GitHub markdown table."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows(results)]
-    return "\n".join(lines)
-
-
 def to_json(results: list[Measured], settings: dict[str, Any]) -> Any:
     """Plain JSON: the settings and load averages, every run's phases."""
     return {
@@ -394,118 +388,3 @@ def to_json(results: list[Measured], settings: dict[str, Any]) -> Any:
             for m in results
         ],
     }
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--runs",
-    type=click.IntRange(min=1),
-    default=3,
-    show_default=True,
-    help="Pairs of clusters: without the agent, then with it.",
-)
-@click.option(
-    "--records",
-    type=click.IntRange(min=1),
-    default=500,
-    show_default=True,
-    help="Records timed per phase.",
-)
-@click.option(
-    "--warmup",
-    type=click.IntRange(min=0),
-    default=100,
-    show_default=True,
-    help="Records sent one at a time first, not timed.",
-)
-@click.option(
-    "--prefill",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Records then sent all at once, not timed: the log the phases start from.",
-)
-@click.option(
-    "--pipelined/--no-pipelined",
-    default=True,
-    show_default=True,
-    help="Also time 5 requests in flight, every send issued at once.",
-)
-@click.option(
-    "--agent",
-    "agent_jar",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=AGENT_JAR,
-    show_default=True,
-    help="The agent's jar (make kafka builds it).",
-)
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=CHECKOUT / "build" / "kafka-runs" / "bench-agent",
-    show_default=True,
-    help="Run directories: WORKDIR/without and WORKDIR/with, emptied at each start.",
-)
-@click.option("--port-base", type=click.IntRange(1024, 65000), default=19690, show_default=True)
-@click.option("--markdown", is_flag=True, help="Print a markdown table instead of a rich one.")
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write every figure as JSON here.",
-)
-def main(
-    runs: int,
-    records: int,
-    warmup: int,
-    prefill: int,
-    pipelined: bool,
-    agent_jar: Path,
-    workdir: Path,
-    port_base: int,
-    markdown: bool,
-    json_path: Path | None,
-) -> None:
-    """What kreplica's Java agent costs a real broker: produce throughput and latency, CPU and
-    event bytes per record, without the agent and with it, alternately."""
-    if json_path is not None and not json_path.parent.is_dir():
-        raise KreplicaError(f"--json {json_path}: no directory {json_path.parent}")
-    install = find_installation()
-    counts = Counts(warmup, prefill, records, pipelined)
-    load_before = os.getloadavg()
-    results = []
-    for run in range(1, runs + 1):
-        for agent in (None, agent_jar):
-            run_dir = workdir.resolve() / ("with" if agent else "without")
-            results.append(measure_once(run, agent, install, run_dir, port_base, counts))
-    load_after = os.getloadavg()
-    out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 120)
-    out.print(markdown_table(results) if markdown else rich_table(results), soft_wrap=markdown)
-    out.print(
-        f"{runs} pairs; per cluster {warmup} warm-up records, {prefill} prefilled, "
-        f"{records} timed per phase; load average before {_load(load_before)}, "
-        f"after {_load(load_after)}; {os.cpu_count()} CPUs",
-        soft_wrap=True,
-    )
-    if json_path is not None:
-        settings = {
-            "counts": asdict(counts),
-            "agent_jar": str(agent_jar),
-            "port_base": port_base,
-            "load_average": {"before": load_before, "after": load_after},
-            "cpus": os.cpu_count(),
-        }
-        text = json.dumps(to_json(results, settings), indent=2) + "\n"
-        try:
-            json_path.write_text(text, encoding="utf-8")
-        except OSError as err:
-            raise file_error("write", json_path, err) from None
-
-
-def _load(load: tuple[float, float, float]) -> str:
-    return " ".join(f"{x:.2f}" for x in load)
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.kafka_agent")

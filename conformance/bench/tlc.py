@@ -4,9 +4,10 @@ Takes the first `--traces` lines of a JSON-lines corpus, writes them as one batc
 `kreplica conform` does, with the Java reader), and runs TLC on it `--repeat` times, reporting
 for each run the CPU seconds of the TLC process, the part spent reading the traces (the reader
 times itself), the CPU microseconds per trace event, and the process's peak resident memory.
-The JVM's start and warm-up are included, as they are in a real batch.
+The JVM's start and warm-up are included, as they are in a real batch. `time_batch` is the
+engine; `kreplica bench tlc` renders its runs:
 
-    python -m kreplica.conformance.bench.tlc --corpus b10k/a.jsonl --traces 1000 --repeat 3
+    kreplica bench tlc --corpus b10k/a.jsonl --traces 1000 --repeat 3
 """
 
 from __future__ import annotations
@@ -21,11 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.table import Table
-
-from kreplica.conformance.errors import KreplicaError, file_error, run_command
+from kreplica.conformance.errors import KreplicaError, file_error
 from kreplica.conformance.tla.specs import resolve_spec_dir
 from kreplica.conformance.tla.tlc import (
     SHORT_RUN_JVM_FLAGS,
@@ -116,42 +113,14 @@ def run_once(cmd: list[str], workdir: Path) -> Run:
     )
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--corpus",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True,
-    help="A JSON-lines corpus of the correct protocol "
-    "(python -m kreplica.conformance.fuzz.random_walk).",
-)
-@click.option("--traces", type=click.IntRange(min=1), default=1000, show_default=True)
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--fetch-max-records", type=click.IntRange(min=1), default=2, show_default=True)
-def main(corpus: Path, traces: int, repeat: int, fetch_max_records: int) -> None:
-    """Time one TLC process on a batch of the corpus's first traces."""
+def time_batch(corpus: Path, traces: int, repeat: int, fetch_max_records: int) -> list[Run]:
+    """Write the batch of the corpus's first `traces` lines and run TLC on it `repeat` times,
+    in a scratch directory removed afterwards; KreplicaError (before any TLC run) if the corpus
+    cannot be read or Java or TLC cannot be found."""
     params = SpecParams(fetch_max_records=fetch_max_records)
     workdir = Path(tempfile.mkdtemp(prefix="kreplica-bench-tlc-"))
     try:
         cmd = write(corpus, traces, workdir, params)
-        runs = [run_once(cmd, workdir) for _ in range(repeat)]
+        return [run_once(cmd, workdir) for _ in range(repeat)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    table = Table(
-        "run", "events", "conform", "wall s", "CPU s", "reading s", "CPU µs/event", "peak MB"
-    )
-    for n, run in enumerate(runs, 1):
-        table.add_row(
-            str(n),
-            f"{run.events:,}",
-            f"{run.conforming:,}",
-            f"{run.wall_seconds:.2f}",
-            f"{run.cpu_seconds:.2f}",
-            f"{run.read_seconds:.2f}",
-            f"{run.us_per_event:.0f}",
-            f"{run.peak_mb:,.0f}",
-        )
-    Console().print(table)
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.bench.tlc")

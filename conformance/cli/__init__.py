@@ -2,9 +2,10 @@
 another room and rendering what it returns.
 
 Holds: `main` (the click group; `errors.run_command` turns every error into one stderr line and
-an exit code, for it and for the `python -m` programs), `check`, `replay`, `fuzz`, `conform`,
-`explain`, `coverage`, `mutate`, `demo`, `kafka` (with `kafka_compare` and `kafka_trace`),
-`outputs` (output paths checked before long work), `console` (how every subcommand prints).
+an exit code), `check`, `replay`, `fuzz`, `walk` (random-walk corpora), `conform`, `explain`,
+`coverage`, `mutate`, `demo`, `kafka` (with `kafka_compare` and `kafka_trace`), `bench` (the
+group `kreplica bench`: one subcommand per benchmark), `outputs` (output paths checked before
+long work), `console` (how every subcommand prints).
 
 May import: every other room. No other room imports it.
 """

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from kreplica.conformance.cli.bench import bench_group
 from kreplica.conformance.cli.check import check
 from kreplica.conformance.cli.conform import conform_command
 from kreplica.conformance.cli.coverage import coverage_command
@@ -19,6 +20,7 @@ from kreplica.conformance.cli.kafka_compare import compare_command, predict_comm
 from kreplica.conformance.cli.kafka_trace import convert_command, trace_command
 from kreplica.conformance.cli.mutate import mutate_command
 from kreplica.conformance.cli.replay import replay_command
+from kreplica.conformance.cli.walk import walk_command
 from kreplica.conformance.errors import PROG, run_command
 
 
@@ -52,6 +54,9 @@ Examples:
   kreplica explain traces/golden/S1_HwTruncation.itf.json
                                                draw a trace: one lane per replica
   kreplica mutate                              how many small edits of impl/ fuzz + conform catch
+  kreplica walk --traces 1000 --out out/corpus.jsonl
+                                               a random-walk corpus, fast
+  kreplica bench impl                          a benchmark: simulated messages per second
 
 Each command's --help lists its options, examples and exit codes.
 """
@@ -76,6 +81,8 @@ main.add_command(coverage_command)
 main.add_command(explain_command)
 main.add_command(demo_command)
 main.add_command(mutate_command)
+main.add_command(walk_command)
+main.add_command(bench_group)
 kafka_group.add_command(compare_command)
 kafka_group.add_command(predict_command)
 kafka_group.add_command(trace_command)

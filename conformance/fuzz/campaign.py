@@ -145,7 +145,7 @@ def run_fuzz(
 
 def _failure(setup: FuzzSetup, err: FuzzFailure) -> Failure:
     """The failing run Hypothesis reported, minimised, with its trace. A liveness failure is
-    kept up to its settle phase, which every replay of it runs again (`liveness.settle`):
+    kept up to its settle phase, which every replay of it runs again (`settle.settle`):
     its steps and trace are the run's before the settle phase."""
     checks, rules = setup.invariants, setup.checks_rules
     steps, settling = err.steps, None

@@ -559,7 +559,7 @@ class ReplicationMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------ settling
 
     def settle(self) -> Violation | None:
-        """The settle phase (`liveness.settle`): no more faults, then the steps that end them
+        """The settle phase (`settle.settle`): no more faults, then the steps that end them
         and let replication catch up, within bounds; the liveness requirement the settled
         cluster breaks (None: it keeps them). Each step is recorded and checked like a rule's
         (FuzzFailure if one fails), and counted as a settling step."""
@@ -670,7 +670,7 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _send_produce(self, step: Produce) -> int:
         """Send a produce to its broker (a leader); an acks=-1 one must get an answer
-        (`liveness.sent_produces`)."""
+        (`judges.liveness.sent_produces`)."""
         assert step.broker is not None
         self._client_request(step, step.broker)
         return step.record_ids[0]

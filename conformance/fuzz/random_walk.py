@@ -4,33 +4,30 @@
 to a large corpus for conformance benchmarks: a seeded random walk over the fuzzer's own
 step choices (`fuzz.CHOICES`), recorded by the same recorder, without checking invariants.
 Each line is one ITF trace whose #meta carries its id, variant and broker configuration.
+`corpus` yields the traces, `write_corpus` writes them; `kreplica walk` is the command:
 
-    python -m kreplica.conformance.fuzz.random_walk --traces 1000 --steps 100 --out corpus.jsonl
+    kreplica walk --traces 1000 --steps 100 --out corpus.jsonl
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-import click
-from rich.console import Console
-from rich.progress import Progress
-
 from kreplica.conformance.bridge.projection import CLIENT
 from kreplica.conformance.bridge.recorder import Recorder
-from kreplica.conformance.errors import KreplicaError, file_error, run_command
+from kreplica.conformance.errors import KreplicaError, file_error
 from kreplica.conformance.fuzz.choices import CHOICES
 from kreplica.conformance.fuzz.setup import BATCH_MAX_RECORDS, CONFIG, FETCH_MAX_RECORDS, TICK_MS
 from kreplica.conformance.replay.trace import TP
 from kreplica.conformance.tla.itf import ItfTrace, dumps_trace
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.steps import Deliver, Tick
-from kreplica.impl.variants import Variant, parse_variant
+from kreplica.impl.variants import Variant
 
 KINDS = (
     "deliver", "deliver", "deliver", "reorder", "fetch", "fetch", "fetch", "shrink_isr",
@@ -92,44 +89,26 @@ def corpus(
         yield walk(variant, replicas, steps, rng, meta)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--traces", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--variant", "variants", multiple=True, metavar="NAME=VALUE")
-@click.option("--bug", "bugs", multiple=True, metavar="NAME")
-@click.option("--replicas", type=click.IntRange(2, 5), default=3, show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
-def main(
+def write_corpus(
+    out: Path,
     traces: int,
     steps: int,
     seed: int,
-    variants: tuple[str, ...],
-    bugs: tuple[str, ...],
+    variant: Variant,
     replicas: int,
-    out: Path,
+    on_trace: Callable[[], None] = lambda: None,
 ) -> None:
-    """Write a JSON-lines corpus of random-walk traces to OUT."""
-    try:
-        variant = parse_variant(variants, bugs)
-    except ValueError as err:
-        raise click.UsageError(str(err)) from None
+    """Write the `corpus` to OUT, one compact JSON line per trace; `on_trace()` is told after
+    each. OUT is opened before any trace is recorded; KreplicaError if it cannot be written."""
     handle = open_output(out)
     try:  # a full disk fails a write, or only the last flush on closing
-        with handle, _progress() as progress:
-            task = progress.add_task("recording", total=traces)
+        with handle:
             for trace in corpus(traces, steps, seed, variant, replicas):
                 text = json.dumps(json.loads(dumps_trace(trace)), separators=(",", ":"))
                 handle.write(text + "\n")
-                progress.advance(task)
+                on_trace()
     except OSError as err:
         raise file_error("write", out, err) from None
-
-
-def _progress() -> Progress:
-    """A progress bar on stderr, only when it is a terminal (no stray blank line in a log)."""
-    console = Console(stderr=True)
-    return Progress(console=console, transient=True, disable=not console.is_terminal)
 
 
 def open_output(out: Path) -> TextIO:
@@ -144,7 +123,3 @@ def open_output(out: Path) -> TextIO:
         raise file_error("write", out, err) from None
     except OSError as err:
         raise file_error("write", out, err) from None
-
-
-if __name__ == "__main__":
-    run_command(main, "python -m kreplica.conformance.fuzz.random_walk")

@@ -253,7 +253,7 @@ def _size(path: str) -> int:
 
 BATCH_BYTES = 256 << 20
 """Trace text per TLC process at most, whatever the batch size: TLC's peak memory is about 4 to
-4.5 times the text (bench.tlc: 129 MB of JSON, 566 MB; 324 MB, 1,296 MB)."""
+4.5 times the text (`kreplica bench tlc`: 129 MB of JSON, 566 MB; 324 MB, 1,296 MB)."""
 
 
 def plan(files: Sequence[Path], batch_size: int, workers: int = 1) -> list[Share]:
