@@ -574,7 +574,7 @@ def test_the_bench_counts_only_a_targets_own_failure_as_found() -> None:
     not found S4: the bench's table counts it apart, and its time is not a detection time."""
     from kreplica.conformance.bench.fuzz import Detection
     from kreplica.conformance.fuzz.campaign import FuzzResult
-    from kreplica.conformance.fuzz.machine import Failure, RunStats
+    from kreplica.conformance.fuzz.runs import Failure, RunStats
     from kreplica.conformance.fuzz.targets import target
 
     s4 = target("fencing=off")

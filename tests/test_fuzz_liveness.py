@@ -22,13 +22,9 @@ from kreplica.conformance.fuzz.campaign import (
     summary_lines,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.machine import (
-    FuzzFailure,
-    ReplicationMachine,
-    RunStats,
-    StoppedRunFailure,
-)
+from kreplica.conformance.fuzz.machine import ReplicationMachine
 from kreplica.conformance.fuzz.plan import RunPlan
+from kreplica.conformance.fuzz.runs import FuzzFailure, RunStats, StoppedRunFailure
 from kreplica.conformance.fuzz.settle import SETTLE_TICKS, replay_saved, settle
 from kreplica.conformance.fuzz.setup import TICK_MS, FuzzSetup
 from kreplica.conformance.judges.liveness import (

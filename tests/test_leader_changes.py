@@ -7,8 +7,8 @@ from __future__ import annotations
 from kreplica.conformance.bridge.recorder import SpecRecorder
 from kreplica.conformance.fuzz.campaign import churn_line, machine_for, run_fuzz
 from kreplica.conformance.fuzz.choices import CHOICES, took_office, wrote_in_office
-from kreplica.conformance.fuzz.machine import RunStats
 from kreplica.conformance.fuzz.plan import LEADER_CHANGES, Budget
+from kreplica.conformance.fuzz.runs import RunStats
 from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.conformance.replay.schedule import TP
 from kreplica.impl.steps import Crash, Deliver, DetectFailure, DoWork, Elect, Produce

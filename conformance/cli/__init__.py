@@ -4,7 +4,8 @@ another room and rendering what it returns.
 Holds: `main` (the click group; `errors.run_command` turns every error into one stderr line and
 an exit code), `check`, `replay`, `fuzz`, `walk` (random-walk corpora), `conform`, `explain`,
 `coverage`, `mutate`, `demo`, `kafka` (with `kafka_compare` and `kafka_trace`), `bench` (the
-group `kreplica bench`: one subcommand per benchmark), `outputs` (output paths checked before
+group `kreplica bench`: one subcommand per benchmark, with `bench_validate` for conform and
+tlc and `bench_kafka` for the real-cluster ones), `outputs` (output paths checked before
 long work), `console` (how every subcommand prints).
 
 May import: every other room. No other room imports it.

@@ -23,7 +23,7 @@ from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
 from kreplica.conformance.fuzz.campaign import FuzzResult, never_taken, run_fuzz, save_failure
 from kreplica.conformance.fuzz.campaign import summary_lines as fuzz_summary
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.machine import RunStats
+from kreplica.conformance.fuzz.runs import RunStats
 from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FAULTS, FuzzSetup
 from kreplica.impl.variants import VariantError, parse_variant
 

@@ -4,7 +4,8 @@ Holds: `setup` (a campaign's set-up), `choices` (which enabled step each rule ma
 `machine` (the rule-based state machine), `plan` (a run's budgets, fault windows, swarm,
 focus and priorities, decided from Hypothesis's draws), `hypothesis_shim` (the machine's two
 touches of Hypothesis internals, with the release they were checked against), `campaign`
-(runs, failures, saving, the summary), `targets` (each seeded bug and unsafe variant with the
+(runs, failures, saving, the summary), `runs` (what the runs of a campaign share: its
+counters, its failures), `targets` (each seeded bug and unsafe variant with the
 set-up that hunts it), `corpus_writer` (every run's trace as a JSON line), `random_walk`
 (cheap random-walk corpora), `reproducible` (a seeded campaign that depends on its seed
 alone), `settle` (the settle phase: once the faults stop, the cluster settles and is judged

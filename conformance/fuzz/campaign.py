@@ -18,15 +18,15 @@ from kreplica.conformance.fuzz.choices import (
     fuzzer_may_take,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.machine import (
+from kreplica.conformance.fuzz.machine import ReplicationMachine
+from kreplica.conformance.fuzz.reproducible import local_constants_off
+from kreplica.conformance.fuzz.runs import (
     Campaign,
     Failure,
     FuzzFailure,
-    ReplicationMachine,
     RunStats,
     StoppedRunFailure,
 )
-from kreplica.conformance.fuzz.reproducible import local_constants_off
 from kreplica.conformance.fuzz.settle import settle
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,

@@ -1,4 +1,4 @@
-"""The fuzzer: a Hypothesis state machine drives the simulator; the spec's invariants judge it.
+"""The fuzzer: a Hypothesis state machine drives the simulator; the judges judge every step.
 
 `ReplicationMachine` is a `RuleBasedStateMachine` over partition t-0 on replicas 1..n. Its
 rules are what can happen in a cluster: a producer sends a record, a consumer reads, a
@@ -7,10 +7,11 @@ partitions two nodes, time passes, a leader shrinks its ISR, a broker crashes, l
 restarts, the controller detects a failure or elects a leader. Each rule takes one of the
 steps the simulator has enabled now (`CHOICES`), by an index Hypothesis draws, so that a
 failing run shrinks. Every step goes through the recorder, so every run is an ITF trace in
-the spec's vocabulary, and the invariants are checked after every spec action
-(`checked_steps.checked_violations` says which count). Every run ends by settling the cluster
-(`settle`, see `liveness`): the faults end, replication catches up, and a run whose cluster
-does not (no leader, a follower behind, a produce never answered) fails like an invariant.
+the spec's vocabulary, and through the run's `Judge` (`judges.checked_steps.apply_checked`):
+the invariants after every spec action, Kafka's rules on the clock, the client's answers.
+Every run ends by settling the cluster (`settle`): the faults end, replication catches up,
+and a run whose cluster does not (no leader, a follower behind, a produce never answered)
+fails like an invariant (`judges.liveness`).
 
 Each run starts with a plan (`ReplicationMachine.plan` draws it, `plan.plan_run` decides it),
 like a small spec config: a few records and faults (at most `max_faults`), maybe of one kind
@@ -21,20 +22,23 @@ The two touches of Hypothesis's internals (keeping every rule on, seeing a stopp
 through `hypothesis_shim`.
 
 The rooms around it: `setup.FuzzSetup` says what a campaign allows, `choices.CHOICES` which
-enabled steps each rule may take. `campaign.run_fuzz` runs a campaign for one set-up with
-Hypothesis's search and shrinking; the failing run is then minimised step by step
-(`schedule.minimize`) and comes back as a `Failure`, which `campaign.save_failure` writes as an
-ITF trace plus a replayable schedule. With a corpus (`corpus_writer.CorpusWriter`) every
-generated run's trace is appended as one JSON line.
-"""
+enabled steps each rule may take, `runs.Campaign` what the runs of a campaign share.
+`campaign.run_fuzz` runs a campaign for one set-up with Hypothesis's search and shrinking; the
+failing run is then minimised step by step (`replay.schedule.minimize`) and comes back as a
+`runs.Failure`, which `campaign.save_failure` writes as an ITF trace plus a replayable
+schedule. With a corpus (`corpus_writer.CorpusWriter`) every generated run's trace is appended
+as one JSON line.
+
+This module stays over 600 lines: Hypothesis's rules must be methods of the one state-machine
+class, one per thing that can happen in a cluster, and a reader finds them side by side; what
+stands apart (the plan, the choices, the settle phase, the campaign's counters) has a module
+of its own."""
 
 from __future__ import annotations
 
 import itertools
-import time
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -58,8 +62,8 @@ from kreplica.conformance.fuzz.choices import (
     took_office,
     wrote_in_office,
 )
-from kreplica.conformance.fuzz.corpus_writer import CorpusError, CorpusWriter
-from kreplica.conformance.fuzz.guidance import AbstractState, Coverage, abstract_state
+from kreplica.conformance.fuzz.corpus_writer import CorpusError
+from kreplica.conformance.fuzz.guidance import AbstractState, abstract_state
 from kreplica.conformance.fuzz.hypothesis_shim import keep_every_rule_on, stopped_by_hypothesis
 from kreplica.conformance.fuzz.plan import (
     UNLIMITED,
@@ -73,6 +77,11 @@ from kreplica.conformance.fuzz.plan import (
     trailing_ones,
     urgency,
 )
+from kreplica.conformance.fuzz.runs import (
+    Campaign,
+    FuzzFailure,
+    StoppedRunFailure,
+)
 from kreplica.conformance.fuzz.settle import settle
 from kreplica.conformance.fuzz.setup import (
     BATCH_MAX_RECORDS,
@@ -83,7 +92,6 @@ from kreplica.conformance.fuzz.setup import (
     SCHEDULING_KINDS,
     TICK_MS,
     TO_NEXT_DEADLINE,
-    FuzzSetup,
 )
 from kreplica.conformance.judges.checked_steps import Judge, Violation, apply_checked
 from kreplica.conformance.replay.schedule import (
@@ -150,132 +158,6 @@ which parks the FETCH in the leader's purgatory while the HW has too little past
 at least; Kafka's default byte limit per partition, or one below a record (Kafka still returns
 the first record). The follower fetches stay unparked (`CONFIG`), as the spec answers them."""
 
-# ---------------------------------------------------------------- failures and statistics
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A failing run: the violation, its impl steps, and the trace of those steps."""
-
-    invariant: str
-    reason: str
-    steps: tuple[Step, ...]
-    trace: ItfTrace
-    shrunk_steps: int = 0
-    """Impl steps of the run as Hypothesis shrank it (before `minimize`)."""
-    config: BrokerConfig = CONFIG
-    """The run's broker config (CONFIG, or its durable form: `DURABLE_MIN_ISR`)."""
-
-    @property
-    def spec_actions(self) -> int:
-        """The number of spec actions in the trace (Init excluded)."""
-        return len(self.trace.states) - 1
-
-
-class TimeLimit(Exception):
-    """Raised when a run starts after the campaign's time limit: it ends the campaign."""
-
-
-class FuzzFailure(AssertionError):
-    """Raised inside a run to make Hypothesis shrink it: the violation, the impl steps and
-    the run's broker config."""
-
-    def __init__(
-        self,
-        violation: Violation,
-        steps: Sequence[Step],
-        config: BrokerConfig = CONFIG,
-        settled_from: int | None = None,
-    ) -> None:
-        super().__init__(f"{violation[0]}: {violation[1]}")
-        self.violation = violation
-        self.steps = tuple(steps)
-        self.config = config
-        self.settled_from = settled_from
-        """For a liveness failure: how many of `steps` came before the settle phase."""
-
-
-class StoppedRunFailure(BaseException):
-    """The campaign's first failure, found by the settle phase (in the teardown) of a run
-    that Hypothesis had already stopped: a draw overran the run's buffer, or its data was
-    invalid. Hypothesis discards what such a run raises (its data is closed) and would go on
-    generating runs, the failure lost; so this ends the campaign instead, and
-    `campaign.run_fuzz` minimises and reports `failure` like any other, without Hypothesis's
-    shrinking. A BaseException, like Hypothesis's own StopTest, so that Hypothesis does not
-    take it for the test's failure but lets it through (Ctrl-C does the same)."""
-
-    def __init__(self, failure: FuzzFailure) -> None:
-        super().__init__(str(failure))
-        self.failure = failure
-
-
-@dataclass
-class RunStats:
-    """Counters shared by the runs of one campaign (for the progress bar and the summary)."""
-
-    runs: int = 0
-    steps: int = 0
-    """Rules applied (state-machine steps)."""
-    impl_steps: int = 0
-    failing_runs: int = 0
-    started: float = field(default_factory=time.perf_counter)
-    started_cpu: float = field(default_factory=time.process_time)
-    detected: float | None = None
-    """Seconds from the start to the first failing run."""
-    detected_cpu: float | None = None
-    """CPU seconds of this process from the start to the first failing run (on a shared
-    machine, the time the search itself took)."""
-    runs_to_failure: int = 0
-    """Runs up to and including the first failing one."""
-    on_run: Callable[[RunStats], None] | None = None
-    seed: int = 0
-    """The campaign's Hypothesis seed."""
-    corpus_error: CorpusError | None = None
-    """The first failure to write the corpus (later runs are not written)."""
-    time_limit: float | None = None
-    """Seconds the campaign may search for a failure (None: no limit)."""
-    timed_out: bool = False
-    """The time limit ended the campaign."""
-    settle_steps: int = 0
-    """Impl steps taken by the runs' settle phases (counted in impl_steps too)."""
-    actions: Counter[str] = field(default_factory=Counter)
-    """Spec actions taken, by name, in the runs Hypothesis generated (not in shrinking)."""
-    coverage: Coverage = field(default_factory=Coverage)
-    """The abstract states the generated runs reached (see `guidance`)."""
-    leader_changes: Counter[int] = field(default_factory=Counter)
-    """Generated runs by how many times the controller's leader moved to another broker."""
-    multi_epoch_truncations: int = 0
-    """OffsetsForLeaderEpoch requests of the generated runs sent by a follower whose epoch
-    cache held two epochs or more (R6's truncation across epochs, KIP-101 and KIP-279)."""
-
-    @property
-    def elapsed(self) -> float:
-        """Seconds since the campaign started."""
-        return time.perf_counter() - self.started
-
-    def run_started(self) -> None:
-        """Count a run and report progress; TimeLimit once the time limit is over (unless a
-        failing run is being shrunk)."""
-        if self.detected is None and (self.timed_out or self._over_time()):
-            self.timed_out = True
-            raise TimeLimit(f"no failure in {self.time_limit} s")
-        self.runs += 1
-        if self.on_run is not None:
-            self.on_run(self)
-
-    def _over_time(self) -> bool:
-        """The campaign has a time limit, and it is over."""
-        return self.time_limit is not None and self.elapsed > self.time_limit
-
-    def run_failed(self) -> None:
-        """Count a failing run; remember when the first one happened."""
-        self.failing_runs += 1
-        if self.detected is None:
-            self.detected = self.elapsed
-            self.detected_cpu = time.process_time() - self.started_cpu
-            self.runs_to_failure = self.runs
-
-
 # ---------------------------------------------------------------- the state machine
 
 
@@ -287,22 +169,6 @@ def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
     return lambda machine: bool(
         machine.choices(kind) if (found := machine._choices.get(kind)) is None else found
     )
-
-
-@dataclass(frozen=True)
-class Campaign:
-    """What every run of one campaign shares: its set-up, the counters the runs add to, the
-    corpus they are written to. `campaign.machine_for` makes one per campaign and hands it to
-    each machine it makes (`run_state_machine_as_test` takes that factory)."""
-
-    setup: FuzzSetup = field(default_factory=FuzzSetup)
-    stats: RunStats = field(default_factory=RunStats)
-    corpus: CorpusWriter | None = None
-    """Where every generated run's trace goes (None: nowhere)."""
-    run_prefix: str = ""
-    """The campaign's part of each run's trace id."""
-    max_gap: int = 20
-    """The longest gap between two faults, or two records: max steps / (max_faults + 1)."""
 
 
 class ReplicationMachine(RuleBasedStateMachine):
