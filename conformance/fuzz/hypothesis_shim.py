@@ -10,13 +10,14 @@ them only through this module, and each use says what is lost when a release mov
   moves either, rules are switched off again: runs differ from the ones a seed made before,
   and some make no progress, but the fuzzer still runs.
 - `stopped_by_hypothesis`: whether Hypothesis's `StopTest` (`hypothesis.errors`, not
-  documented) is in flight while a run is torn down (`machine.StoppedRunFailure` says why).
+  documented) is in flight while a run is torn down (`runs.StoppedRunFailure` says why).
   If a release renames it, no run is taken for stopped, and a failure found in the settle
   phase of an overrun run is lost again, as before issue #43.
-`stopped_by_hypothesis` is pinned by `tests/test_fuzz_liveness.py`, which overruns a run for
-real; `keep_every_rule_on` by `tests/test_hypothesis_shim.py` (no draw of the rule flags
-switches a rule off, where without it one does) and by the corpora a seed writes (`kreplica
-fuzz --seed 1 --corpus F`, the same byte for byte as before it moved here).
+The release is pinned in pyproject.toml. `stopped_by_hypothesis` is held by
+`tests/test_fuzz_liveness.py`, which overruns a run for real; `keep_every_rule_on` by
+`tests/test_hypothesis_shim.py` (no draw of the rule flags switches a rule off, where without
+it one does) and by the corpora a seed writes (`kreplica fuzz --seed 1 --corpus F`, the same
+byte for byte as before it moved here).
 `reproducible.py`, the third touch of internals, has its own module: it wraps a campaign, not
 a machine.
 """
