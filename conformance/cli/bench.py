@@ -22,6 +22,7 @@ from kreplica.conformance.bench import hidden as hidden_bench
 from kreplica.conformance.bench import impl as impl_bench
 from kreplica.conformance.cli.bench_kafka import kafka_agent_command, kafka_command
 from kreplica.conformance.cli.bench_validate import conform_command, tlc_command
+from kreplica.conformance.cli.console import markdown_table
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, PROG
 from kreplica.conformance.fuzz.campaign import FuzzResult
 from kreplica.conformance.fuzz.targets import TARGETS, Target
@@ -173,13 +174,10 @@ def detection_table(rows: Sequence[fuzz_bench.Detection]) -> Table:
 
 def detection_markdown(rows: Sequence[fuzz_bench.Detection]) -> str:
     """The same table in markdown (for docs/fuzzing.md)."""
-    columns = fuzz_bench.COLUMNS
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        cells = row.cells()
-        cells[1] = f"`{cells[1]}`" if cells[1] != "(defaults)" else cells[1]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    cells = [row.cells() for row in rows]
+    for row in cells:
+        row[1] = f"`{row[1]}`" if row[1] != "(defaults)" else row[1]
+    return markdown_table(fuzz_bench.COLUMNS, cells)
 
 
 @bench_group.command(
@@ -446,10 +444,8 @@ def guided_command(seconds: float, seeds: int, picture: Path, as_markdown: bool)
     console.print(table)
     console.print(f"picture: {picture}")
     if as_markdown:
-        columns = guided_bench.COLUMNS
-        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join(r) + " |" for r in guided_bench.rows(curves)]
-        console.print("\n".join(lines), soft_wrap=True)
+        markdown = markdown_table(guided_bench.COLUMNS, guided_bench.rows(curves))
+        console.print(markdown, soft_wrap=True)
 
 
 bench_group.add_command(conform_command)

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from kreplica.conformance.bench import kafka as kafka_bench
 from kreplica.conformance.bench import kafka_agent as agent_bench
+from kreplica.conformance.cli.console import markdown_table
 from kreplica.conformance.errors import KreplicaError, file_error
 from kreplica.conformance.kafka.schedule import load_schedule
 
@@ -138,10 +139,7 @@ def agent_table(results: list[agent_bench.Measured]) -> Table:
 
 def agent_markdown(results: list[agent_bench.Measured]) -> str:
     """The report as a GitHub markdown table."""
-    columns = agent_bench.COLUMNS
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(row) + " |" for row in agent_bench.rows(results)]
-    return "\n".join(lines)
+    return markdown_table(agent_bench.COLUMNS, agent_bench.rows(results))
 
 
 @click.command(

@@ -5,6 +5,7 @@ as wide as a line needs, so that no path is split and no action name cut (rich w
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Sequence
 
 from rich.console import Console
 
@@ -17,3 +18,10 @@ def console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else WIDE
     return Console(stderr=stderr, highlight=False, width=width, markup=False)
+
+
+def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A GitHub markdown table of `rows` under `columns`, as docs/ quotes the benchmarks."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -145,9 +145,10 @@ class Judge:
     """The judges of one recorded run, and the bookkeeping they keep of it.
 
     The recorder records; the judges watch. Each step passes through three phases, one way:
-    `before` notes what the step will be judged against, the recorder applies and records it
-    (`Recorder.apply`), and `after` reads the events it emitted, keeps the judges' books
-    (Kafka's caught-up times, the client's requests and answers) and returns what it broke."""
+    `before` notes what the step will be judged against; the recorder applies and records it
+    (`Recorder.apply`); then `observe` keeps the judges' books from the events it emitted
+    (Kafka's caught-up times, the client's requests and answers), and `after` returns what the
+    step broke. `apply_checked` runs the three."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
