@@ -31,6 +31,7 @@ from kreplica.conformance.tla.itf import dumps_trace, printable
 from kreplica.conformance.tla.vocabulary import VARIABLES
 from kreplica.conformance.validate.results import iter_rows
 from kreplica.conformance.validate.shapes import VARIABLE_SHAPES, ShapeError
+from kreplica.conformance.validate.sources import variant_note
 from kreplica.impl.variants import Variant
 
 pytestmark = pytest.mark.tlc
@@ -308,3 +309,12 @@ def test_on_spark_a_deep_or_ill_typed_line_is_that_lines_error_alone(tmp_path: P
     assert "nested too deeply" in found[f"{path}:2"]["reason"]
     assert "step 3: variable 'alive'" in found[f"{path}:3"]["reason"]
     assert "control character" in found[f"{path}:4"]["reason"]
+
+
+def test_a_recorded_variant_with_a_control_character_is_noted_printably() -> None:
+    """A flipped byte in a trace's recorded variant (DEL, 0x7f: found by the property above on
+    a fresh clone) reaches the note column and the terminal as an escape, not as the byte."""
+    text = json.dumps({"#meta": {"variant": "d\x7ffault"}, "vars": [], "states": []})
+    note = variant_note(text, "default")
+    assert note == r"recorded with variant d\x7ffault, checked against default"
+    assert printable(note) == note

@@ -162,7 +162,8 @@ def variant_note(text: str, checked_against: str) -> str:
     recorded = recorded_variant(text)
     if recorded is None or _label_words(recorded) == _label_words(checked_against):
         return ""
-    return f"recorded with variant {recorded}, checked against {checked_against}"
+    # a corrupt trace may record any text: written as printable, like every reason
+    return f"recorded with variant {printable(recorded)}, checked against {checked_against}"
 
 
 def _label_words(label: str) -> frozenset[str]:
