@@ -30,6 +30,8 @@ import. Imports flow one way, down this list, and never up or sideways:
                the spec's vocabulary, the only room below the judges that knows both sides
     tla        TLC and Apalache runners, TLC output, TLA+ values, ITF, model configs, the
                spec's vocabulary: the spec's side, with no knowledge of the implementation
+    spark      (a module) what every Spark job shares: the context, kreplica (and what else
+               a task imports) shipped to the executors, a failed job in one line, Ctrl-C
     errors     (a module) the exceptions every room raises and the CLI's exit codes
 
 Rule and scenario numbers (R1-R22, S1-S14) in docstrings are explained in docs/kafka-rules.md;
@@ -53,6 +55,7 @@ ROOMS: dict[str, frozenset[str]] = {
             "fuzz",
             "validate",
             "replay",
+            "spark",
             "tla",
             "errors",
             "impl",
@@ -62,15 +65,16 @@ ROOMS: dict[str, frozenset[str]] = {
     "demo": frozenset({"explain", "tla", "errors"}),
     "explain": frozenset({"validate", "judges", "bridge", "tla", "errors"}),
     "mutation": frozenset({"tla", "errors", "impl"}),
-    "coverage": frozenset({"validate", "tla", "errors"}),
+    "coverage": frozenset({"validate", "spark", "tla", "errors"}),
     "kafka": frozenset({"tla", "errors", "impl"}),
     "symbolic": frozenset({"impl"}),
-    "fuzz": frozenset({"replay", "judges", "bridge", "tla", "errors", "impl"}),
-    "validate": frozenset({"tla", "errors", "impl"}),
+    "fuzz": frozenset({"replay", "judges", "bridge", "spark", "tla", "errors", "impl"}),
+    "validate": frozenset({"spark", "tla", "errors", "impl"}),
     "replay": frozenset({"judges", "bridge", "tla", "errors", "impl"}),
     "judges": frozenset({"bridge", "impl"}),
     "bridge": frozenset({"tla", "errors", "impl"}),
     "tla": frozenset({"errors"}),
+    "spark": frozenset({"errors"}),
     "errors": frozenset(),
     "impl": frozenset(),
 }

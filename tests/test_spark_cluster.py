@@ -22,15 +22,10 @@ import pytest
 
 from kreplica.conformance.errors import CheckerError
 from kreplica.conformance.fuzz.random_walk import FETCH_MAX_RECORDS
+from kreplica.conformance.spark import check_master, spark_failure
 from kreplica.conformance.tla.specs import default_spec_dir
 from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
-from kreplica.conformance.validate.conform import (
-    SparkRun,
-    check_master,
-    run_spark,
-    ship_files,
-    spark_failure,
-)
+from kreplica.conformance.validate.conform import SparkRun, run_spark, ship_files
 from kreplica.conformance.validate.results import PARQUET, iter_rows
 from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams
 
@@ -114,13 +109,14 @@ def _stop_driver(spark_context: Any) -> None:
         spark_context._jvm = None
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A standalone master and a 1-core worker on loopback; yields the master's URL."""
+@contextlib.contextmanager
+def standalone_cluster(root: Path, workers: int = 1) -> Iterator[str]:
+    """A standalone master and `workers` 1-core workers on loopback, whose executors run
+    PLAIN_PYTHON; yields the master's URL. Every JVM is stopped by process group at the end."""
     if not (JAVA_HOME / "bin" / "java").exists():
         pytest.skip("no Java 17 at " + str(JAVA_HOME))
-    root = tmp_path_factory.mktemp("spark-cluster")
-    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    root.mkdir(parents=True, exist_ok=True)
+    port, ui = _free_port(), _free_port()
     env = {
         **os.environ,
         "JAVA_HOME": str(JAVA_HOME),
@@ -143,23 +139,31 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                  "--port", str(port), "--webui-port", str(ui)],
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             ))  # fmt: skip
-        with (root / "worker.log").open("wb") as log:
-            started.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host",
-                 "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(worker_ui),
-                 "--work-dir", str(root / "work")],
-                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            ))  # fmt: skip
+        for n in range(workers):
+            with (root / f"worker-{n}.log").open("wb") as log:
+                started.append(subprocess.Popen(
+                    [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host",
+                     "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
+                     str(_free_port()), "--work-dir", str(root / "work")],
+                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                ))  # fmt: skip
         deadline = time.monotonic() + 40
-        while b"Registering worker" not in master_log.read_bytes():
+        while master_log.read_bytes().count(b"Registering worker") < workers:
             if time.monotonic() > deadline or any(p.poll() is not None for p in started):
-                raise AssertionError("the worker did not register:\n" + master_log.read_text())
+                raise AssertionError("a worker did not register:\n" + master_log.read_text())
             time.sleep(0.2)
         yield url
     finally:
         for process in reversed(started):
             _stop(process)
         assert not any(_group_alive(p.pid) for p in started), "a Spark JVM was left running"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A standalone master and a 1-core worker on loopback; yields the master's URL."""
+    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as url:
+        yield url
 
 
 def _settings() -> CheckSettings:

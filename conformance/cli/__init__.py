@@ -5,8 +5,8 @@ Holds: `main` (the click group; `errors.run_command` turns every error into one 
 an exit code), `check`, `replay`, `fuzz`, `walk` (random-walk corpora), `conform`, `explain`,
 `coverage`, `mutate`, `demo`, `kafka` (with `kafka_compare` and `kafka_trace`), `bench` (the
 group `kreplica bench`: one subcommand per benchmark, with `bench_validate` for conform and
-tlc and `bench_kafka` for the real-cluster ones), `outputs` (output paths checked before
-long work), `console` (how every subcommand prints).
+tlc, `bench_kafka` for the real-cluster ones and `bench_swarm` for `kreplica fuzz --master`),
+`outputs` (output paths checked before long work), `console` (how every subcommand prints).
 
 May import: every other room. No other room imports it.
 """

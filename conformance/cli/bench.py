@@ -21,6 +21,7 @@ from kreplica.conformance.bench import guided as guided_bench
 from kreplica.conformance.bench import hidden as hidden_bench
 from kreplica.conformance.bench import impl as impl_bench
 from kreplica.conformance.cli.bench_kafka import kafka_agent_command, kafka_command
+from kreplica.conformance.cli.bench_swarm import swarm_command
 from kreplica.conformance.cli.bench_validate import conform_command, tlc_command
 from kreplica.conformance.cli.console import markdown_table
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, PROG
@@ -39,6 +40,8 @@ GROUP_EPILOG = """\b
 Examples:
   kreplica bench impl                          simulated messages per CPU second
   kreplica bench fuzz --seeds 0                the fuzzer's throughput (steps/s)
+  kreplica bench swarm                         kreplica fuzz --master, local[1]
+                                               against local[2]
   kreplica bench conform --traces 200 --steps 50
                                                trace events checked per second
   kreplica bench tlc --corpus out/corpus.jsonl --traces 100 --repeat 1
@@ -52,8 +55,8 @@ quotes each figure beside the command that printed it.
 
 @click.group(name="bench", epilog=GROUP_EPILOG)
 def bench_group() -> None:
-    """Measure what docs/ quotes: the simulator, the fuzzer, conformance checking, TLC, the
-    real-Kafka harness and its Java agent."""
+    """Measure what docs/ quotes: the simulator, the fuzzer (in process and on Spark),
+    conformance checking, TLC, the real-Kafka harness and its Java agent."""
 
 
 # -- impl ------------------------------------------------------------------------------------
@@ -452,3 +455,4 @@ bench_group.add_command(conform_command)
 bench_group.add_command(tlc_command)
 bench_group.add_command(kafka_command)
 bench_group.add_command(kafka_agent_command)
+bench_group.add_command(swarm_command)

@@ -22,6 +22,7 @@ from kreplica.conformance.cli.conform import _spark_conf
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir, check_output_file
 from kreplica.conformance.errors import PROG, CheckerError, KreplicaError
+from kreplica.conformance.spark import spark_failure
 from kreplica.conformance.tla.itf import write_text_atomic
 from kreplica.conformance.tla.specs import (
     DEFAULT_SUITE,
@@ -47,7 +48,6 @@ from kreplica.conformance.tla.suite import (
     write_counterexamples,
 )
 from kreplica.conformance.tla.tlc_output import ProgressCallback, TlcProgress, Verdict
-from kreplica.conformance.validate.conform import spark_failure
 from kreplica.conformance.validate.locks import lock_output
 from kreplica.conformance.validate.suite_spark import SuiteRun, run_suite
 

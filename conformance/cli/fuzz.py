@@ -1,4 +1,8 @@
-"""`kreplica fuzz`: the fuzzer's command line (a progress bar on stderr, a summary on stdout)."""
+"""`kreplica fuzz`: the fuzzer's command line (a progress bar on stderr, a summary on stdout).
+
+One campaign runs in this process (`fuzz.campaign.run_fuzz`); with `--master`, a swarm of
+seeded campaigns runs on Spark, a task per seed (`fuzz.swarm.run_swarm`). Either way the first
+failure is saved the same way (`campaign.save_failure`)."""
 
 from __future__ import annotations
 
@@ -17,14 +21,28 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from kreplica.conformance.cli.conform import _spark_conf
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
-from kreplica.conformance.fuzz.campaign import FuzzResult, never_taken, run_fuzz, save_failure
+from kreplica.conformance.fuzz.campaign import (
+    FuzzResult,
+    action_mix_lines,
+    never_taken,
+    run_fuzz,
+    save_failure,
+)
 from kreplica.conformance.fuzz.campaign import summary_lines as fuzz_summary
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.runs import RunStats
 from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FAULTS, FuzzSetup
+from kreplica.conformance.fuzz.swarm import (
+    DEFAULT_SEEDS,
+    Swarm,
+    SwarmResult,
+    run_swarm,
+    seeds_from,
+)
 from kreplica.impl.variants import VariantError, parse_variant
 
 FUZZ_EXIT_CODES = """\b
@@ -34,6 +52,8 @@ Examples:
   kreplica fuzz --variant acks=1 --no-unclean  an unsafe variant of the protocol
   kreplica fuzz --examples 500 --corpus out/corpus.jsonl
                                                every run's trace, for kreplica conform
+  kreplica fuzz --master local[2] --seeds 4 --bug early-ack --no-unclean
+                                               4 seeds' campaigns, a Spark task each
 
 \b
 Exit codes:
@@ -41,7 +61,8 @@ Exit codes:
   1  an invariant failed (or a step raised an exception), or a run did not
      settle (EventuallyReplicated, EventuallyAnswered); the shrunk run is saved
   2  bad input: unknown variant or bug, a bad number, an unwritable --out
-     or --corpus
+     or --corpus; with --master, Spark failed (a master it cannot reach or
+     parse, a lost task)
   4  --require-all-actions, and some spec action was never taken
 """
 
@@ -92,6 +113,41 @@ def build_setup(
     except NotImplementedError as err:
         raise KreplicaError(str(err)) from None
     return setup
+
+
+class SwarmProgress:
+    """A progress bar on stderr (only on a terminal): the seeds whose campaigns are done."""
+
+    def __init__(self, seeds: int, label: str) -> None:
+        """Set up the bar for `seeds` tasks."""
+        console = Console(stderr=True)
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
+        if console.is_terminal:
+            self.progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("seeds"),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            self.task = self.progress.add_task(label, total=seeds)
+
+    @contextmanager
+    def shown(self) -> Iterator[None]:
+        """Show the bar while the swarm runs."""
+        if self.progress is None:
+            yield
+            return
+        with self.progress:
+            yield
+
+    def update(self, done: int, total: int | None) -> None:
+        """Called with the seeds done (polled from Spark's status tracker)."""
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, completed=done, total=total)
 
 
 class FuzzProgress:
@@ -264,6 +320,29 @@ class FuzzProgress:
     show_default=True,
     help="Directory for the shrunk failing run (<name>.itf.json, <name>.schedule.json).",
 )
+@click.option(
+    "--master",
+    metavar="URL",
+    help="Run a swarm on Spark (local[N], spark://host:port, ...): the campaign of each seed "
+    "of --seeds is a Spark task; the corpus and the failures are gathered here, and the "
+    "lowest seed's failure is saved.",
+)
+@click.option(
+    "--seeds",
+    "seed_count",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help=f"The swarm's campaigns (--master): seeds --seed to --seed + N - 1, a task each "
+    f"[default: {DEFAULT_SEEDS}].",
+)
+@click.option(
+    "--conf",
+    "confs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark property for --master (repeatable), e.g. spark.pyspark.python=/usr/bin/python3.",
+)
 def fuzz(
     examples: int,
     steps: int,
@@ -285,8 +364,12 @@ def fuzz(
     guided: bool,
     require_all_actions: bool,
     out: Path,
+    master: str | None,
+    seed_count: int | None,
+    confs: tuple[str, ...],
 ) -> int:
     """Fuzz the implementation with Hypothesis; check the spec's invariants after every step."""
+    spark_conf = _swarm_options(master, seed_count, confs)
     on = (faults, unclean, network_faults)
     setup = build_setup(
         assignments,
@@ -301,6 +384,10 @@ def fuzz(
         rules_only,
     )
     check_output_dir(out, "failures to")
+    if master is not None:
+        seeds = seeds_from(seed, seed_count or DEFAULT_SEEDS)
+        swarm = Swarm(setup, seeds, examples, steps, master, shrink, time_limit, spark_conf)
+        return _fuzz_swarm(swarm, corpus, out, require_all_actions)
     display = FuzzProgress(examples, f"fuzz {setup.variant.label()}")
     with _corpus(corpus) as writer, display.shown():
         result = run_fuzz(setup, examples, steps, seed, display.update, shrink, writer, time_limit)
@@ -314,14 +401,88 @@ def fuzz(
     return _exit_code(result, require_all_actions)
 
 
-def _exit_code(result: FuzzResult, require_all_actions: bool) -> int:
-    """1 for a failure; 4 for a clean campaign that had to take every spec action and did
-    not; else 0."""
+def _exit_code(result: FuzzResult | SwarmResult, require_all_actions: bool) -> int:
+    """1 for a failure; 4 for a clean campaign (or swarm) that had to take every spec action
+    and did not; else 0."""
     if result.failure is not None:
         return EXIT_UNEXPECTED
     if require_all_actions and never_taken(result.stats):
         return EXIT_ACTIONS_MISSING
     return EXIT_OK
+
+
+def _swarm_options(
+    master: str | None, seed_count: int | None, confs: tuple[str, ...]
+) -> dict[str, str]:
+    """--conf as Spark properties; one line for a swarm option without --master."""
+    if master is None:
+        if confs:
+            raise click.BadParameter("--conf sets Spark properties; give --master too")
+        if seed_count is not None:
+            raise click.BadParameter(
+                "--seeds runs a swarm on Spark; give --master too", param_hint="'--seeds'"
+            )
+        return {}
+    return _spark_conf(confs, no_spark=False)
+
+
+def _fuzz_swarm(swarm: Swarm, corpus: Path | None, out: Path, require_all_actions: bool) -> int:
+    """Run the swarm, save its reported failure, print the summary; the exit code."""
+    display = SwarmProgress(
+        len(swarm.seeds), f"fuzz {swarm.setup.variant.label()} on {swarm.master}"
+    )
+    with _corpus(corpus) as writer, display.shown():
+        result = run_swarm(swarm, writer, display.update)
+    reported = result.failure
+    paths, unsaved = _save(reported, out) if reported is not None else ((), None)
+    lines = swarm_summary(result, paths)
+    if writer is not None:
+        lines.append(f"corpus: {writer.written:,} traces appended to {writer.path}")
+    make_console().print("\n".join(lines), soft_wrap=True)
+    if unsaved is not None:
+        raise unsaved
+    return _exit_code(result, require_all_actions)
+
+
+def _seed_list(seeds: list[int]) -> str:
+    """Seeds for a line: `3, 5 and 6`, or the first ten and how many more."""
+    shown = [str(s) for s in seeds[:10]]
+    more = f" and {len(seeds) - 10:,} more" if len(seeds) > 10 else ""
+    if len(shown) > 1 and not more:
+        return f"{', '.join(shown[:-1])} and {shown[-1]}"
+    return ", ".join(shown) + more
+
+
+def swarm_summary(result: SwarmResult, paths: tuple[Path, ...] = ()) -> list[str]:
+    """The human summary of a swarm: its set-up, seeds and master, the totals of every seed's
+    campaign with the job's throughput, the action mix, and the reported failure."""
+    swarm, s = result.swarm, result.stats
+    seeds = swarm.seeds
+    span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]} to {seeds[-1]}"
+    lines = [
+        f"kreplica fuzz: {swarm.setup.describe()}, {span} on {swarm.master} (a Spark task each)",
+        f"runs {s.runs:,}, steps {s.steps:,} ({s.impl_steps:,} impl steps, {s.settle_steps:,} "
+        f"of them settling), time {result.seconds:.1f} s ({result.steps_per_second:,.0f} "
+        f"steps/s); Spark start-up {result.startup:.1f} s, the seeds' campaigns "
+        f"{result.task_seconds:.1f} s in all",
+        *action_mix_lines(s),
+    ]
+    reported = result.failure
+    if reported is None or reported.failure is None:
+        limit = f" (time limit of {s.time_limit:g} s)" if s.timed_out and s.time_limit else ""
+        settled = ", every run settled" if swarm.setup.invariants else ""
+        return [*lines, f"no invariant failed in any seed{settled}{limit}"]
+    f, failed = reported.failure, [r.seed for r in result.failed]
+    one = reported.stats
+    lines += [
+        f"violation {f.invariant}: {f.reason}",
+        f"  seed {reported.seed}, the lowest of the {len(failed)} of {len(seeds)} seeds that "
+        f"failed ({_seed_list(failed)}): found in its run {one.runs_to_failure:,} after "
+        f"{one.detected or 0:.1f} s; shrunk to {len(f.steps)} impl steps, {f.spec_actions} "
+        f"spec actions",
+        f"  again: kreplica fuzz --seed {reported.seed} with the same options",
+    ]
+    return lines + [f"  {kind}: {p}" for kind, p in zip(("trace", "schedule"), paths, strict=False)]
 
 
 @contextmanager

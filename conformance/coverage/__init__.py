@@ -9,5 +9,5 @@ and actions, witnesses reached, shortest paths to what was missed), `picture` (m
 `spark` (the mapping on Spark executors, merged as a union). `kreplica coverage` is its
 command line (docs/coverage.md).
 
-May import: `validate`, `tla` and `errors`.
+May import: `validate`, `spark`, `tla` and `errors`.
 """

@@ -4,9 +4,9 @@ and edge ids, and the driver merges the tasks' Coverage (a union).
 Contract: `map_on_spark(files, index, master)` returns what `mapping.map_items` returns for the
 same traces in process. The graph's index is broadcast once; the traces are read by the tasks
 themselves (`validate.sources.plan` and `read_share`), so no trace text passes through the
-driver or Spark's JVM; the kreplica package reaches the executors as the zip `kreplica conform`
-ships. Rules: PySpark is imported inside the function, so the module loads without it; the
-SparkContext is stopped before returning.
+driver or Spark's JVM; the kreplica package reaches the executors as the zip every kreplica
+job ships (`kreplica.conformance.spark.ship`). Rules: PySpark is imported inside the function,
+so the module loads without it; the SparkContext is stopped before returning.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from kreplica.conformance.validate.conform import package_zip, spark_context
+from kreplica.conformance.spark import ship, spark_context
 from kreplica.conformance.validate.sources import Share, plan, read_share
 
 from .mapping import Coverage, GraphIndex, map_items
@@ -36,7 +36,7 @@ def map_on_spark(files: Sequence[Path], index: GraphIndex, master: str = "local[
     """The Coverage of every trace in `files`, mapped by Spark tasks and merged on the driver."""
     sc = spark_context(master)
     try:
-        sc.addPyFile(str(package_zip()))
+        ship(sc)
         shares = plan(files, TRACES_PER_TASK, sc.defaultParallelism)
         shared = sc.broadcast(index)
         rdd = sc.parallelize(shares, len(shares))

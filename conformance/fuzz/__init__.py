@@ -10,8 +10,9 @@ set-up that hunts it), `corpus_writer` (every run's trace as a JSON line), `rand
 (cheap random-walk corpora), `reproducible` (a seeded campaign that depends on its seed
 alone), `settle` (the settle phase: once the faults stop, the cluster settles and is judged
 by `judges.liveness`),
-`guidance` (abstract states and a run's rarity, for `--guided`).
+`guidance` (abstract states and a run's rarity, for `--guided`), `swarm` (a campaign as a
+swarm of seeded campaigns, a Spark task each: `kreplica fuzz --master`).
 
-May import: `kreplica.conformance.replay`, `.judges`, `.bridge`, `.tla`, `.errors`, and
-`kreplica.impl`.
+May import: `kreplica.conformance.replay`, `.judges`, `.bridge`, `.spark` (for `swarm`), `.tla`,
+`.errors`, and `kreplica.impl`.
 """

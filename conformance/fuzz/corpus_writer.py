@@ -99,13 +99,24 @@ class CorpusWriter:
     def append(self, trace: ItfTrace) -> None:
         """Write one trace as one line; CorpusError if it cannot be written."""
         line = json.dumps(trace.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
-        data = line.encode("utf-8")
+        self._write(line.encode("utf-8"))
+        self.written += 1
+
+    def append_lines(self, data: bytes, count: int) -> None:
+        """Write `count` whole lines that another writer wrote (a Spark task's corpus, read
+        back as bytes: `fuzz.swarm`), as they are; CorpusError if they cannot be written."""
+        if data and not data.endswith(b"\n"):
+            raise ValueError("append_lines takes whole lines, each ending in a newline")
+        self._write(data)
+        self.written += count
+
+    def _write(self, data: bytes) -> None:
+        """Write all of `data` (a write may take less than it was given)."""
         try:
             while data:
                 data = data[os.write(self._fd, data) :]
         except OSError as err:
             raise _oserror(self.path, err) from None
-        self.written += 1
 
     def close(self) -> None:
         """Sync the file to disk and close it."""

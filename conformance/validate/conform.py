@@ -14,27 +14,21 @@ What a Spark executor imports of this module needs only the standard library and
 zip of kreplica (no pyarrow, no click): pyarrow and `results` are imported by the functions that
 run on the driver, so a cluster's workers need only Java and a plain Python of the same version.
 
-Why one module just over 600 lines: the two runners are one engine over the same unit of work
-(`check_items`), the same rule (one row per trace) and the same helpers (killing a checker's
-processes, clearing an output), and `suite_spark` and `coverage.spark` reuse its Spark side
-(the context, the shipped zip) as it is.
+The Spark side every job of kreplica shares (the context, the shipped zip, the one-line reason
+of a failed job, Ctrl-C, progress) is `kreplica.conformance.spark`; what stays here is the
+checker's: the tasks, the Parquet parts, and killing the TLC processes a cancelled task left
+(`_kill_checkers`, which `suite_spark` reuses).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
-import re
 import shutil
 import signal
-import socket
-import sys
-import tempfile
 import threading
 import time
-import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -44,6 +38,16 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from kreplica.conformance.errors import CheckerError
+from kreplica.conformance.spark import (
+    DRIVER_ENV,
+    JOB_GROUP,
+    cancel_job,
+    on_interrupt,
+    ship,
+    spark_context,
+    spark_failure,
+    watch_tasks,
+)
 from kreplica.conformance.validate import tlcdata
 from kreplica.conformance.validate.sources import (
     Item,
@@ -66,7 +70,7 @@ from kreplica.conformance.validate.tracecheck import (
 from kreplica.conformance.validate.why import explain_rejections
 
 Progress = Callable[[int, int | None], None]
-"""Called with (batches done, batches in all when known)."""
+"""Called with (batches done, batches in all when known): on Spark, a task is a batch."""
 
 
 def check_items(items: list[Item], settings: CheckSettings) -> list[dict[str, Any]]:
@@ -207,67 +211,6 @@ class SparkRun:
     """Spark properties passed through (`--conf KEY=VALUE`), e.g. spark.pyspark.python."""
 
 
-LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-"""Spark's JVM in local mode only schedules tasks and writes small rows: with the quick
-compiler and the serial collector it starts about 5 s sooner on a busy 2-core machine."""
-
-
-def spark_context(master: str, extra: Mapping[str, str] | None = None) -> Any:
-    """The SparkContext for `master` (an existing one is reused), with the properties `extra`
-    set last (they win). No SparkSession: nothing here uses Spark SQL, and starting it cost
-    about 3 s more (measured). On a cluster the executors run the Python that
-    `spark.pyspark.python` (or the driver's PYSPARK_PYTHON) names, else the worker's `python3`:
-    not the driver's virtualenv, which the worker's machine does not have."""
-    local = master.startswith("local")
-    if not local:
-        check_master(master)
-    python = (extra or {}).get("spark.pyspark.python")
-    if python:  # PySpark's driver reads only the variable when it is not started by spark-submit
-        os.environ["PYSPARK_PYTHON"] = python
-    if local:
-        os.environ[DRIVER_ENV] = str(os.getpid())  # marks the TLC processes of its workers
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers import kreplica
-    from pyspark import SparkConf, SparkContext
-
-    conf = SparkConf().setMaster(master).setAppName("kreplica conform")
-    conf.setAll(
-        [
-            ("spark.ui.enabled", "false"),
-            ("spark.ui.showConsoleProgress", "false"),
-            ("spark.driver.bindAddress", "127.0.0.1" if local else "0.0.0.0"),
-            ("spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive", "true"),
-            ("spark.python.worker.reuse", "true"),
-        ]
-        + ([("spark.driver.extraJavaOptions", LOCAL_JVM_OPTIONS)] if local else [])
-        + list((extra or {}).items())
-    )
-    active = getattr(SparkContext, "_active_spark_context", None)
-    if active is not None and active.master != master:  # getOrCreate would hand it back
-        active.stop()
-    sc = SparkContext.getOrCreate(conf)
-    sc.setLogLevel("ERROR")
-    return sc
-
-
-def check_master(master: str, timeout: float = 5.0) -> None:
-    """Fail at once, in one line, if a standalone master (`spark://host:port[,host:port]`) takes
-    no connection: Spark itself retries for a minute and then reports only that every master was
-    unresponsive."""
-    if not master.startswith("spark://"):
-        return  # yarn, k8s://, mesos://: the cluster manager's client reports its own errors
-    reasons = []
-    for address in master.removeprefix("spark://").split(","):
-        host, _, port = address.rpartition(":")
-        try:
-            with socket.create_connection((host, int(port)), timeout=timeout):
-                return
-        except (OSError, ValueError) as err:
-            reasons.append(f"{address}: {err.strerror or err}" if isinstance(err, OSError)
-                           else f"{address}: bad port")  # fmt: skip
-    raise CheckerError(f"the Spark master {master} is unreachable ({'; '.join(reasons)})")
-
-
 def _wanted(name: str, explicit: frozenset[str]) -> bool:
     """A file Spark found: named on the command line, or a trace file in a named directory."""
     return name in explicit or name.endswith((".itf.json", ".jsonl", ".ndjson"))
@@ -334,20 +277,6 @@ def _write_part(parts: Path, index: int, rows: list[dict[str, Any]], metadata: M
     os.replace(temp, parts / f"part-{index:05d}.parquet")
 
 
-def spark_failure(err: BaseException) -> str:
-    """The root cause of a failed Spark job, in one line: the last Python exception of an
-    executor's traceback (`ModuleNotFoundError: No module named 'x'`) if the error holds one,
-    else Spark's own reason (`Job aborted due to stage failure: ...`), else the first line."""
-    text = str(err)
-    found: list[str] = re.findall(r"^\s*((?:[\w.]+\.)?\w*(?:Error|Exception)\b.*)$", text, re.M)
-    python = [line for line in found if not line.startswith(("py4j", "org.apache", "java."))]
-    if python:
-        return python[-1].strip()
-    reason = re.search(r"Job aborted due to stage failure: ([^\n]*)", text)
-    lines = text.strip().splitlines()
-    return (reason.group(1) if reason else lines[0] if lines else type(err).__name__)[:500]
-
-
 def _shipped(settings: CheckSettings) -> CheckSettings:
     """`settings` with the spec, jar and reader classes Spark shipped to this executor."""
     from pyspark import SparkFiles
@@ -379,7 +308,7 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     # PySpark's own SIGINT handler is in place from here on, and it cancels jobs on the py4j
     # connection the main thread is using: ours replaces it before the next py4j call
     interrupted = threading.Event()
-    restore = _on_interrupt(lambda: _cancel(sc, interrupted))
+    restore = on_interrupt(lambda: cancel_job(sc, interrupted))
     try:
         written = _run_job(sc, run, local, remote, progress, interrupted)
     finally:
@@ -395,9 +324,6 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     return rows
 
 
-JOB_GROUP = "kreplica-conform"
-
-
 def _run_job(
     sc: Any,
     run: SparkRun,
@@ -410,10 +336,10 @@ def _run_job(
     a Ctrl-C came (`interrupted`), before the job or while it ran."""
     for path in run.ship:
         sc.addFile(str(path))
-    sc.addPyFile(str(package_zip()))
+    ship(sc)
     job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts)
     traces = _traces(sc, local, remote, run.batch_size)
-    watcher = _watch(sc, traces.getNumPartitions(), progress)
+    watcher = watch_tasks(sc, traces.getNumPartitions(), progress)
     try:
         if interrupted.is_set():  # a Ctrl-C while the job was being set up: do not start it
             raise KeyboardInterrupt
@@ -431,51 +357,6 @@ def _run_job(
     if interrupted.is_set():
         raise KeyboardInterrupt
     return written
-
-
-def _on_interrupt(first: Callable[[], None]) -> Callable[[], None]:
-    """Until the returned function is called, a first Ctrl-C (SIGINT, SIGTERM, SIGHUP) calls
-    `first` and a second raises KeyboardInterrupt (main thread only; elsewhere nothing).
-
-    PySpark's own handler cancels the jobs from inside the signal handler, on the py4j
-    connection the blocked `collect` is using, and py4j then prints pages of tracebacks."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    calls: list[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        calls.append(signum)
-        if len(calls) > 1:
-            raise KeyboardInterrupt
-        first()
-
-    kinds = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    saved = {kind: signal.signal(kind, handler) for kind in kinds}
-
-    def restore() -> None:
-        for kind, previous in saved.items():
-            signal.signal(kind, previous)
-
-    return restore
-
-
-def _cancel(sc: Any, interrupted: threading.Event) -> None:
-    """Cancel the run's Spark job from a thread of its own (its own py4j connection), quietly:
-    the blocked `collect` then fails, and `run_spark` raises KeyboardInterrupt."""
-    interrupted.set()
-
-    def cancel() -> None:
-        with contextlib.suppress(Exception):
-            sc.setLogLevel("OFF")  # cancelled tasks are not errors to print
-            sc.cancelJobGroup(JOB_GROUP)
-
-    threading.Thread(target=cancel, daemon=True).start()
-
-
-DRIVER_ENV = "KREPLICA_CONFORM_DRIVER"
-"""Set to the driver's pid in local mode: Spark's JVM, its Python workers and their TLC
-processes inherit it, so the driver can find TLC processes that a cancelled task left behind
-(Spark kills the worker, and TLC, in a session of its own, would run its batch to the end)."""
 
 
 def _kill_checkers(master: str, rounds: int = 4, pause: float = 0.5) -> None:
@@ -553,51 +434,6 @@ def _local_path(path: str) -> str | None:
     if path.startswith("file:"):
         return unquote(urlparse(path).path)
     return None if "://" in path else str(Path(path).resolve())
-
-
-def _watch(sc: Any, tasks: int, progress: Progress) -> threading.Event:
-    """Poll Spark's status tracker in a thread, reporting finished tasks (= batches)."""
-    stop = threading.Event()
-    tracker = sc.statusTracker()
-
-    def poll() -> None:
-        while not stop.wait(0.5):
-            done = 0
-            for job in tracker.getJobIdsForGroup(JOB_GROUP):
-                info = tracker.getJobInfo(job)
-                for stage in info.stageIds if info else ():
-                    stage_info = tracker.getStageInfo(stage)
-                    if stage_info and stage_info.numTasks == tasks:
-                        done = max(done, stage_info.numCompletedTasks)
-            progress(done, tasks)
-
-    threading.Thread(target=poll, daemon=True).start()
-    return stop
-
-
-SHIPPED_PACKAGES = ("kreplica", "click")
-"""What the zip for the executors holds: kreplica, and the one third-party package its executor
-side imports (click, through `errors`; pure Python). Everything else there is the standard
-library, so a worker needs only Java and a plain Python of the driver's minor version."""
-
-
-@functools.cache
-def package_zip() -> Path:
-    """The packages of `SHIPPED_PACKAGES` as a zip for Spark's executors (addPyFile): no shared
-    filesystem, nothing installed on the workers. Walks src/kreplica through its links to impl/
-    and conformance/. Made once per process: Spark refuses a second file of the same name with
-    other contents in one context, and a source edited since would be one."""
-    import importlib
-
-    target = Path(tempfile.mkdtemp(prefix="kreplica-pyfiles-")) / "kreplica.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in SHIPPED_PACKAGES:
-            root = Path(str(importlib.import_module(package).__file__)).parent
-            for directory, _, names in sorted(os.walk(root, followlinks=True)):
-                for name in sorted(n for n in names if n.endswith((".py", "py.typed"))):
-                    source = Path(directory, name)
-                    archive.write(source, Path(package, source.relative_to(root)).as_posix())
-    return target
 
 
 def ship_files(settings: CheckSettings) -> list[Path]:

@@ -4,13 +4,14 @@ Each config is one Spark task, which runs one TLC with `workers` workers (Spark 
 many cores for it: `spark.task.cpus`, unless `--conf` sets it), so the executors' cores decide
 how many configs run at once. Configs whose header says `cores: all` are put first. The driver
 ships what a task needs: the spec directory's `.tla` and `.cfg` files and tla2tools.jar
-(`addFile`), and kreplica as a zip (`conform.package_zip`); a worker needs only Java 17 and a
+(`addFile`), and kreplica as a zip (`spark.ship`); a worker needs only Java 17 and a
 plain Python of the driver's minor version. Each task returns its `TlcResult`; the driver makes
 the same `CheckRow`s as `tla.suite.run_all`, so the report and the counterexamples are the same.
 
-Reuses `conform`'s Spark machinery: the context, the one-line error of a failed task, Ctrl-C
-(the job group is cancelled, and in local mode the driver's TLC processes are killed; on a
-cluster each TLC dies with the Python worker Spark kills, `tlc.spawn`'s death signal).
+Reuses kreplica's Spark machinery (`kreplica.conformance.spark`): the context, the shipped
+zip, the one-line error of a failed task, Ctrl-C (the job group is cancelled, and in local mode
+the driver's TLC processes are killed, `conform._kill_checkers`; on a cluster each TLC dies
+with the Python worker Spark kills, `tlc.spawn`'s death signal).
 """
 
 from __future__ import annotations
@@ -22,19 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.conformance.errors import CheckerError
+from kreplica.conformance.spark import (
+    JOB_GROUP,
+    cancel_job,
+    on_interrupt,
+    ship,
+    spark_context,
+    spark_failure,
+)
 from kreplica.conformance.tla.specs import ModelConfig
 from kreplica.conformance.tla.suite import CheckRow
 from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools, run_tlc
 from kreplica.conformance.tla.tlc_output import TlcResult
-from kreplica.conformance.validate.conform import (
-    JOB_GROUP,
-    _cancel,
-    _kill_checkers,
-    _on_interrupt,
-    package_zip,
-    spark_context,
-    spark_failure,
-)
+from kreplica.conformance.validate.conform import _kill_checkers
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def run_suite(
     order = sorted(range(len(run.configs)), key=lambda n: not run.configs[n].alone)
     tasks = [_task(n, run.configs[n]) for n in order]
     interrupted = threading.Event()
-    restore = _on_interrupt(lambda: _cancel(sc, interrupted))
+    restore = on_interrupt(lambda: cancel_job(sc, interrupted))
     try:
         results = _run_job(sc, run.master, files, tasks, tools, interrupted)
     finally:
@@ -123,7 +124,7 @@ def _run_job(
     """Ship the spec, run one task per config, and return each config's result by index."""
     for path in files:
         sc.addFile(str(path))
-    sc.addPyFile(str(package_zip()))
+    ship(sc)
     try:
         if interrupted.is_set():
             raise KeyboardInterrupt
