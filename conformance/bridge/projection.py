@@ -109,6 +109,8 @@ TIMESTAMPS: dict[int, Value] = {LATEST_TIMESTAMP: "LATEST", EARLIEST_TIMESTAMP: 
 def log_start_of(s: State, r: int) -> int:
     """LogStart(r): how many Deleted entries begin replica r's log in state `s`."""
     log = s["log"][r - 1]
+    if not log or log[0]["record"] != DELETED_RECORD:  # most logs: nothing deleted
+        return 0
     return next((o for o, e in enumerate(log) if e["record"] != DELETED_RECORD), len(log))
 
 

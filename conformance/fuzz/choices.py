@@ -170,6 +170,8 @@ def _detections(c: Cluster, s: State) -> list[Step]:
     """The controller learns that a dead broker's session expired: alone; if it led, also as
     a new controller's failover (offline, then elected) and together with the other dead
     brokers (one election for all, R22), where those elect a leader."""
+    if all(c.is_alive(b) for b in c.broker_ids):  # most steps: no broker is dead
+        return []
     alone: list[Step] = [DetectFailure(b) for b in _dead(c, s) if b in s["ctrlLive"]]
     return alone + c.failover_detections()
 
@@ -209,7 +211,9 @@ CHOICES: dict[str, Choices] = {
         Duplicate(a, b, i) for a, b, n in _queues(c, False) for i in range(n)
     ],
     "isolate": lambda c, s: [Isolate(a, b) for a, b in _node_pairs(c) if not _blocked(c, a, b)],
-    "heal": lambda c, s: [Heal(a, b) for a, b in _node_pairs(c) if _blocked(c, a, b)],
+    "heal": lambda c, s: (
+        [Heal(a, b) for a, b in _node_pairs(c) if _blocked(c, a, b)] if c.network.blocked else []
+    ),
     "fetch": lambda c, s: [
         DoWork(b, src)
         for b in c.broker_ids
