@@ -116,7 +116,7 @@ def test_a_usage_error_points_to_the_subcommands_own_help() -> None:
 
 
 BENCHMARKS = ("impl", "fuzz", "conform", "tlc", "hidden", "checkpoints", "guided", "kafka",
-              "kafka-agent")  # fmt: skip
+              "kafka-agent", "swarm")  # fmt: skip
 """Every `kreplica bench` subcommand: one per module of kreplica.conformance.bench."""
 
 
