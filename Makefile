@@ -120,8 +120,13 @@ check-full: venv java tlc-java
 mutation: venv java
 	$(BIN)/kreplica mutate --sample 80 --seed 1 --markdown build/mutation/seed-1.md
 
+# The tests run on two processes where the machine has two cores (pytest-xdist; TEST_WORKERS=1
+# for one): tests/conftest.py keeps the tests that share a Kafka cluster's ports or a fixture on
+# one worker. The 30 slowest tests are listed at the end (docs/testing.md has the table).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 2 ? n : 2 )))
+
 unit: venv java kafka chromium
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=30
 
 test: lint typecheck check-ci unit
 

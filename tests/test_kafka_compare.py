@@ -126,6 +126,7 @@ def test_agreement_is_given_per_field(comparisons: list[Comparison]) -> None:
 
 
 @needs_kafka
+@pytest.mark.kafka
 def test_compare_runs_a_schedule_on_both_worlds_and_resumes_from_its_journal(
     tmp_path: Path,
 ) -> None:

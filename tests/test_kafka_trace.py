@@ -170,6 +170,7 @@ def _runs(name: str) -> Path:
 
 
 @needs_kafka
+@pytest.mark.kafka
 def test_a_short_live_run_records_converts_and_conforms(tmp_path: Path) -> None:
     """`kreplica kafka trace` on a real cluster: a follower killed and restarted between
     acks=-1 produces; the brokers' own steps conform to the spec."""
@@ -243,6 +244,7 @@ def test_a_real_loss_conforms_to_its_variant_and_breaks_acked_records_never_lost
 
 
 @needs_kafka
+@pytest.mark.kafka
 def test_kafka_compare_traces_its_real_runs(tmp_path: Path) -> None:
     """`kreplica kafka compare --trace DIR` records the real run with the agent and writes its
     trace, which conforms."""
