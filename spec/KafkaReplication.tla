@@ -626,10 +626,11 @@ LeaderHandleListOffsets(m) ==
 
 \* AbstractFetcherThread.fetchOffsetAndTruncate (R9), the two LIST_OFFSETS
 \* calls Kafka makes inside handleOutOfRangeError: a follower whose log is
-\* longer than its leader's LEO truncates to it; otherwise it asks for the
-\* leader's log start offset, and fetches from the larger of that and its own
-\* LEO: when the leader's log starts above its LEO, it drops its whole log and
-\* starts it there (truncateFullyAndStartAt).
+\* longer than its leader's LEO truncates to it; otherwise it truncates nothing
+\* (not even its epoch cache, which a truncation to its own LEO would trim) and
+\* asks for the leader's log start offset, and fetches from the larger of that
+\* and its own LEO: when the leader's log starts above its LEO, it drops its
+\* whole log and starts it there (truncateFullyAndStartAt).
 FollowerHandleListOffsetsResponse(m) ==
     /\ m \in msgs /\ m.type = "ListOffsetsResponse" /\ m.dst \in alive
     /\ LET f == m.dst
@@ -643,7 +644,7 @@ FollowerHandleListOffsetsResponse(m) ==
        /\ IF latest /\ m.offset >= LEO(f)
           THEN FetcherSendOnAnswer(f, ListOffsetsRequest(f, m.src, "EARLIEST"))
           ELSE Consume(m)
-       /\ CASE latest /\ (f \notin logDirOffline \/ m.offset >= LEO(f)) ->
+       /\ CASE latest /\ m.offset < LEO(f) /\ f \notin logDirOffline ->
                  /\ Truncate(f, m.offset, "truncation")
                  /\ UNCHANGED fetchState
             [] earliest /\ m.offset > LEO(f) /\ f \notin logDirOffline ->
@@ -652,8 +653,9 @@ FollowerHandleListOffsetsResponse(m) ==
             [] current /\ m.error = "FENCED_LEADER_EPOCH" ->
                  /\ fetchState' = [fetchState EXCEPT ![f] = "Failed"]
                  /\ UNCHANGED <<log, hw, epochCache, recoveryPoint, removed>>
-            [] OTHER ->   \* EARLIEST at or below the LEO (nothing to do), stale, an error, or
-                          \* a truncation that fails on a failed log dir (back off, retry)
+            [] OTHER ->   \* LATEST at or above the LEO (EARLIEST asked above), EARLIEST at
+                          \* or below the LEO (nothing to do), stale, an error, or a
+                          \* truncation that fails on a failed log dir (back off, retry)
                  UNCHANGED <<log, hw, epochCache, recoveryPoint, fetchState, removed>>
        /\ UNCHANGED <<leaderEpoch, leader, isr, remoteLeo, alive, logDirOffline, incarnation,
                       ctrlLive, ctrlLeader, ctrlEpoch, ctrlIsr, historyVars>>

@@ -47,6 +47,7 @@ pytestmark = pytest.mark.tlc
 
 SPEC = resolve_spec_dir(None)
 GOLDEN = Path(__file__).parent.parent / "traces" / "golden"
+FIXTURES = Path(__file__).parent / "fixtures" / "conformance"
 TLC = TlcOptions(java=find_java(), time_limit=300)
 
 
@@ -153,7 +154,7 @@ def test_an_append_that_moves_the_hw_completes_the_produces_waiting() -> None:
     append finds that follower no longer caught up, and the HW jumps past both records. Kafka's
     appendRecordsToLeader completes the waiting produce in the same call; the spec's Produce
     did not (it now does). The trace is the corpus's, cut after that Produce."""
-    path = Path(__file__).parent / "fixtures" / "conformance" / "produce-completes-waiting.itf.json"
+    path = FIXTURES / "produce-completes-waiting.itf.json"
     text = path.read_text()
     states = json.loads(text)["states"]
     before, after = states[-2], states[-1]
@@ -206,3 +207,24 @@ def test_a_controller_failover_and_failures_handled_together_conform() -> None:
     assert (results[2].verdict, results[2].step, results[2].action) == (
         "violates", 2, "ControllerDetectFailure"
     )  # fmt: skip
+
+
+def test_a_follower_whose_leader_is_not_behind_keeps_its_epoch_cache() -> None:
+    """Found by a fuzz corpus (`--variant fencing=off`, seed 39, one-rule draws): a follower
+    whose records were all deleted (its log starts at its LEO, 2, and so does its one epoch) is
+    answered an out-of-range reset's LATEST with the leader's LEO (3). Kafka 2.6.3's fetchOffsetAndTruncate truncates
+    only when the leader's LEO is below the follower's; otherwise it asks EARLIEST and truncates
+    nothing. The spec's FollowerHandleListOffsetsResponse truncated to the leader's LEO even
+    then, which trims the epoch cache from the follower's LEO (Log.truncateTo at or past the end)
+    and dropped the epoch the implementation kept. The trace is the corpus's, cut after it."""
+    path = FIXTURES / "list-offsets-at-leo-keeps-epoch-cache.itf.json"
+    text = path.read_text()
+    states = json.loads(text)["states"]
+    before, after = states[-2], states[-1]
+    assert after["#meta"]["action"] == "FollowerHandleListOffsetsResponse"
+    assert before["epochCache"][2] == after["epochCache"][2] == [{"epoch": 0, "startOffset": 2}]
+    params = SpecParams(
+        variant=Variant(fencing="off"), min_insync_replicas=2, fetch_max_records=FETCH_MAX_RECORDS
+    )
+    [result] = check_texts([("list-offsets-at-leo", text)], CheckSettings(params, SPEC, TLC))
+    assert rejected([result]) == []
