@@ -33,7 +33,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,19 +45,23 @@ from kreplica.conformance.spark import (
     JOB_GROUP,
     cancel_job,
     on_interrupt,
+    package_zip,
     ship,
     spark_context,
     spark_failure,
     watch_tasks,
 )
+from kreplica.conformance.tla.itf import printable
 from kreplica.conformance.validate import tlcdata
 from kreplica.conformance.validate.runs import (
     Place,
+    Sight,
     pool_batches,
     read_places,
     runs,
     scan,
     share_batches,
+    sight,
     wants_conjunct,
     why_wanted,
 )
@@ -68,8 +72,10 @@ from kreplica.conformance.validate.sources import (
     local_files,
     plan,
     split_file,
+    variant_note,
 )
 from kreplica.conformance.validate.tracecheck import (
+    ERROR,
     SPEC_MODULE,
     SPEC_MODULES,
     CheckSettings,
@@ -95,9 +101,35 @@ def check_items(items: list[Item], settings: CheckSettings) -> list[dict[str, An
 
 def check_run(run: list[Place], settings: CheckSettings) -> Numbered:
     """Check one run (`runs.runs`), reading its texts: a row per trace, with its number; no
-    `--why` yet (the batches decide it, `explain_places`)."""
-    items = list(zip([p.trace_id for p in run], read_places(run), strict=True))
-    return [(p.number, r.row()) for p, r in zip(run, check_texts(items, settings), strict=True)]
+    `--why` yet (the batches decide it, `explain_places`). A trace that repeats an earlier one
+    of the run in all the checker reads (`runs.sight`: a fuzz corpus repeats runs) is not read
+    by TLC again: it gets that one's row, with its own id and variant note, unless that row is
+    an error's (which may name its trace), and then it is checked itself."""
+    texts = read_places(run)
+    first: dict[Sight, int] = {}
+    same: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        key = sight(text)
+        if key is not None and key in first:
+            same[i] = first[key]
+        elif key is not None:
+            first[key] = i
+    rows = _checked(run, texts, [i for i in range(len(run)) if i not in same], settings)
+    rows |= _checked(run, texts, [i for i, j in same.items() if rows[j]["verdict"] == ERROR],
+                     settings)  # fmt: skip
+    label = settings.params.variant.label()
+    for i, j in same.items():
+        if i not in rows:
+            note = variant_note(texts[i], label)
+            rows[i] = {**rows[j], "trace_id": printable(run[i].trace_id), "note": note}
+    return [(p.number, rows[i]) for i, p in enumerate(run)]
+
+
+def _checked(run: list[Place], texts: list[str], chosen: list[int], settings: CheckSettings
+             ) -> dict[int, dict[str, Any]]:  # fmt: skip
+    """The rows of the traces `chosen` (indexes into `run`), checked together."""
+    items = [(run[i].trace_id, texts[i]) for i in chosen]
+    return {i: r.row() for i, r in zip(chosen, check_texts(items, settings), strict=True)}
 
 
 def explain_places(places: list[Place], rows: list[dict[str, Any]], settings: CheckSettings
@@ -362,7 +394,10 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     local, remote = spark_inputs(run.paths)
     from kreplica.conformance.validate.results import PARQUET
 
-    sc = spark_context(run.master, run.conf, run.class_archives)
+    with ThreadPoolExecutor(max_workers=1) as early:  # while Spark's JVM starts
+        laid_out = early.submit(scan, local, run.settings.params.min_insync_replicas)
+        early.submit(package_zip)  # made once, then `ship` sends it
+        sc = spark_context(run.master, run.conf, run.class_archives)
     # PySpark's own SIGINT handler is in place from here on, and it cancels jobs on the py4j
     # connection the main thread is using: ours replaces it before the next py4j call
     interrupted = threading.Event()
@@ -373,7 +408,8 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
         ship(sc)
         job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts)
         parts = _fresh(out.resolve() / PARQUET)
-        written = _check_local(sc, run, job, local, parts, progress, interrupted)
+        places = laid_out.result()
+        written = _check_local(sc, run, job, places, local, parts, progress, interrupted)
         written += _check_remote(sc, run, job, remote, parts, progress, interrupted)
     finally:
         restore()
@@ -389,17 +425,18 @@ def _check_local(
     sc: Any,
     run: SparkRun,
     job: TaskJob,
+    places: list[Place],
     local: list[Path],
     parts: Path,
     progress: Progress,
     interrupted: threading.Event,
 ) -> int:
-    """Check the local traces as runs, a task each, then the `--why` of each batch, a task per
-    batch that wants any; write their rows as Parquet parts, in the input's order. The driver
-    holds each row as compact JSON meanwhile (a few hundred bytes)."""
-    if not local:
+    """Check the local traces (`places`, of the files `local`) as runs, a task each, then the
+    `--why` of each batch, a task per batch that wants any; write their rows as Parquet parts,
+    in the input's order. The driver holds each row as compact JSON meanwhile (a few hundred
+    bytes)."""
+    if not places:
         return 0
-    places = scan(local, run.settings.params.min_insync_replicas)
     todo = runs(places, run.batch_size, sc.defaultParallelism)
     rows: list[str] = [""] * len(places)
     checked = sc.parallelize(todo, max(1, len(todo))).mapPartitions(lambda p: _check_runs(p, job))

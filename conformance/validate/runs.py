@@ -24,6 +24,7 @@ each file once, for the places of its lines and their first bytes.
 from __future__ import annotations
 
 import bisect
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from kreplica.conformance.validate.sources import (
     share_count,
     unreadable,
 )
-from kreplica.conformance.validate.tracecheck import kind_of
+from kreplica.conformance.validate.tracecheck import kind_of, min_isr_of
 from kreplica.conformance.validate.why import wants_why
 
 HEAD_BYTES = 16 << 10
@@ -150,6 +151,48 @@ def _read(place: Place, handles: dict[str, BinaryIO | OSError]) -> str:
         return decoded(handle.read() if whole else handle.read(place.end - place.start))
     except OSError as err:
         return unreadable(f"cannot read: {err.strerror}")
+
+
+_DECODER = json.JSONDecoder()
+
+Sight = tuple[int | None, Kind, str]
+
+
+def sight(text: str) -> Sight | None:
+    """What the checker reads of a trace written as kreplica writes traces (#meta first): the
+    text after the #meta, and what the checker reads of the #meta or by pattern
+    (min.insync.replicas, the first `hw`). Two traces with the same sight get the same row but
+    for their id and variant note: a run checks one of them (`conform.check_run`); a fuzz
+    corpus repeats runs (Hypothesis replays them), which differ in #meta only. None for a trace
+    written otherwise.
+
+    Exact, not a guess: the #meta left out must be tame JSON, which both readers take alike
+    (objects, lists, printable ASCII strings, integers of 63 bits, booleans): the Java reader
+    refuses a null or a fraction where Python's takes them."""
+    if not text.startswith('{"#meta":{'):
+        return None
+    try:
+        meta, end = _DECODER.raw_decode(text, 9)
+    except ValueError:
+        return None
+    if not text.startswith(',"vars":', end) or not _tame(meta, 0):
+        return None
+    return min_isr_of(meta), kind_of(text, 0), text[end:]
+
+
+def _tame(value: Any, depth: int) -> bool:
+    """JSON that both readers take alike, read as Python reads it."""
+    if depth > 20:
+        return False
+    if isinstance(value, dict):
+        return all(_tame(k, depth) and _tame(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_tame(v, depth + 1) for v in value)
+    if isinstance(value, str):
+        return value.isascii() and value.isprintable()
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, int) and abs(value) < 2**63
 
 
 def runs(places: Sequence[Place], batch_size: int, workers: int) -> list[list[Place]]:
