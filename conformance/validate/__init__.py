@@ -7,8 +7,8 @@ that several traces begin with, said of each of them), `shapes` (each variable's
 spec's TypeOK, for one-line errors on values of the wrong type), `sources` (ITF files and
 JSON-lines corpora, read as `(trace id, text)`), `runs` (a local input laid out, and cut into
 runs of one kind of trace each, a TLC process each, across batches), `conform` (the Spark and
-process-pool runners), `suite_spark` (`kreplica check --master`: model configs as Spark tasks), `locks`
-(the lock a run holds on its output directory), `results` (one row per trace: Parquet, JSON
+process-pool runners), `suite_spark` (`kreplica check --master`: model configs as Spark tasks),
+`locks` (the lock a run holds on its output directory), `results` (one row per trace: Parquet, JSON
 lines, JUnit XML, the summary), `invariants` (`--invariant`: which state predicates, and where
 a trace breaks one), `why` (the false conjunct of a rejected step).
 
