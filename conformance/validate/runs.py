@@ -134,18 +134,18 @@ def read_places(places: Sequence[Place]) -> list[str]:
 
 
 def _read(place: Place, handles: dict[str, BinaryIO | OSError]) -> str:
-    """One place's text, through the open `handles`."""
+    """One place's text, through the open `handles` (or the error opening its file gave)."""
     if place.unreadable:
         return place.unreadable
-    handle = handles.get(place.path)
-    if handle is None:
+    if place.path not in handles:
         try:
-            handle = handles[place.path] = open(place.path, "rb")  # noqa: SIM115
+            handles[place.path] = open(place.path, "rb")  # noqa: SIM115 (closed by read_places)
         except OSError as err:
-            handle = handles[place.path] = err
+            handles[place.path] = err
+    handle = handles[place.path]
+    if isinstance(handle, OSError):
+        return unreadable(f"cannot read: {handle.strerror}")
     try:
-        if isinstance(handle, OSError):
-            raise handle
         handle.seek(place.start)
         whole = not is_corpus(place.path)
         return decoded(handle.read() if whole else handle.read(place.end - place.start))
