@@ -1,7 +1,9 @@
 """Project exceptions, exit codes, and `run_command`: the one place where an error becomes one
 stderr line and an exit code, for the `kreplica` CLI and the fixture recorders alike.
 
-This module may import only the standard library and click: every room imports it."""
+This module may import only the standard library and click: every room imports it. click is
+imported where a command runs (`run_command`), not with the module, which a Spark task's
+Python imports too (it costs a worker about a third of a second)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from os import PathLike
 from types import FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
+if TYPE_CHECKING:
+    import click
 
 PROG = "kreplica"
 """The command's name, as its messages print it."""
@@ -82,11 +85,15 @@ def run_command(
 
 def error_line(prog: str, message: str) -> None:
     """Print one `PROG: error: MESSAGE` line on stderr."""
+    import click
+
     click.echo(f"{prog}: error: {message}", err=True)
 
 
 def _exit_code(command: click.Command, prog: str, args: Sequence[str] | None, **extra: Any) -> int:
     """Run the command; return its exit code, reporting errors as one stderr line."""
+    import click
+
     try:
         code = command.main(args, prog, standalone_mode=False, **extra)
     except click.UsageError as err:

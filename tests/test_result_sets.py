@@ -230,12 +230,12 @@ def _tlc_running(mark: str) -> bool:
 def _interrupted_run(
     tmp_path: Path, out: Path, whole_group: bool, spark: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """Start a run of some 20 s (40 TLC batches), Ctrl-C it once its first batch is written
-    (the run alone, or its whole process group as a terminal does), and return how it ended.
-    It must stop at once (about 0.2 s; awaiting the batches in flight took 4-5 s), leaving no
-    staging directory and no process it started (workers, TLC). Under Spark (local[2]), whose
-    rows reach `--out` only at the end, Ctrl-C comes once a TLC process runs, and the run has
-    10 s to cancel its job, kill its checkers and stop Spark's JVM."""
+    """Start a run of some 20 s (40 TLC runs), Ctrl-C it once a TLC process of it runs (the
+    run alone, or its whole process group as a terminal does; the rows reach `--out` only at
+    the end), and return how it ended. It must stop at once (about 0.2 s; awaiting the batches
+    in flight took 4-5 s), leaving no staging directory and no process it started (workers,
+    TLC). Under Spark (local[2]) the run has 10 s to cancel its job, kill its checkers and stop
+    Spark's JVM."""
     path = write_corpus(tmp_path / "big.jsonl", walks(2, 20, seed=9) * 40)
     runner = ["--master", "local[2]"] if spark else ["--no-spark", "--workers", "2"]
     args = [KREPLICA, "conform", str(path), *runner,
@@ -246,15 +246,7 @@ def _interrupted_run(
     run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env, start_new_session=True)  # fmt: skip
     try:
-
-        def first_rows() -> bool:
-            staged = list(out.parent.glob(f".{out.name}.tmp-*/results.json"))
-            return bool(staged) and staged[0].stat().st_size > 0
-
-        if spark:
-            wait_for(lambda: _tlc_running(mark), "a TLC process of the Spark job", limit=120)
-        else:
-            wait_for(first_rows, "the first rows in the staging directory")
+        wait_for(lambda: _tlc_running(mark), "a TLC process of the run", limit=120)
         assert run.poll() is None, "the run ended before it was interrupted"
         assert len(_marked(mark)) >= 3, "no worker or TLC process is running"
         signalled = time.monotonic()

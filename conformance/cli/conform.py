@@ -465,7 +465,8 @@ def _run(
             if not master.startswith("local"):
                 settings = replace(settings, tlc=replace(settings.tlc, java=java or "java"))
             run = SparkRun(paths, settings, batch_size, master, ship_files(settings),
-                           metadata=metadata, conf=spark_conf)  # fmt: skip
+                           metadata=metadata, conf=spark_conf,
+                           class_archives=default_cache_dir() / "spark-cds")  # fmt: skip
             try:
                 written = run_spark(run, staging, progress)
             except Exception as err:  # Spark's errors are long Java traces: one line instead

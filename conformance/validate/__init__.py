@@ -5,9 +5,10 @@ as the check reads it: each state's action and what changed), `tlcdata` (trace d
 file that the Java reader in `java/` hands to TLC), `prefixes` (what TLC printed of an event
 that several traces begin with, said of each of them), `shapes` (each variable's type, from the
 spec's TypeOK, for one-line errors on values of the wrong type), `sources` (ITF files and
-JSON-lines corpora, read as `(trace id, text)`), `conform` (the Spark and process-pool
-runners), `suite_spark` (`kreplica check --master`: model configs as Spark tasks), `locks`
-(the lock a run holds on its output directory), `results` (one row per trace: Parquet, JSON
+JSON-lines corpora, read as `(trace id, text)`), `runs` (a local input laid out, and cut into
+runs of one kind of trace each, a TLC process each, across batches), `conform` (the Spark and
+process-pool runners), `suite_spark` (`kreplica check --master`: model configs as Spark tasks),
+`locks` (the lock a run holds on its output directory), `results` (one row per trace: Parquet, JSON
 lines, JUnit XML, the summary), `invariants` (`--invariant`: which state predicates, and where
 a trace breaks one), `why` (the false conjunct of a rejected step).
 

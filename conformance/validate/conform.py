@@ -1,14 +1,16 @@
 """`kreplica conform`'s engine: check many traces against the spec, in batches, on Spark or a
 local process pool, writing one result row per trace.
 
-Both runners share the unit of work: a batch of `(trace id, JSON text)` pairs checked by one
-TLC process (`tracecheck.check_texts`), which returns exactly one row per pair whatever goes
-wrong. The driver never holds the corpus: the process pool streams files and keeps a few
-batches in flight; on Spark the driver plans shares of about a batch each (runs of files, byte
-ranges of corpora: `sources.plan`), and each task reads its own share, checks it and writes its
-rows, which the driver writes as one Parquet part file per task, so no trace passes through
-Spark's JVM and nothing is shuffled. The driver reads the results back from Parquet in record
-batches.
+Both runners share the unit of work: traces checked by TLC (`tracecheck.check_texts`), which
+returns exactly one row per trace whatever goes wrong. For local files the driver lays the input
+out first (`runs.scan`: where each trace's text lies, and its kind), and cuts it into runs of
+one kind each (`runs.runs`), so that each TLC process checks one kind across batches; a worker
+reads its run's texts itself, so the driver never holds a trace. When every run is checked,
+the first rejected traces of each batch get their false conjunct (`--why`), in a second round
+of tasks, and the rows are written in the input's order: the process pool writes them itself;
+on Spark the tasks return them to the driver, which writes them as Parquet parts, so no trace
+passes through Spark's JVM and nothing is shuffled. Other URIs (`hdfs://`, `s3a://`) are read
+by Spark (`wholeTextFiles`), a task's batches checked with their `--why` as they come.
 
 What a Spark executor imports of this module needs only the standard library and the shipped
 zip of kreplica (no pyarrow, no click): pyarrow and `results` are imported by the functions that
@@ -30,8 +32,8 @@ import signal
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,34 +45,50 @@ from kreplica.conformance.spark import (
     JOB_GROUP,
     cancel_job,
     on_interrupt,
+    package_zip,
     ship,
     spark_context,
     spark_failure,
     watch_tasks,
 )
+from kreplica.conformance.tla.itf import printable
 from kreplica.conformance.validate import tlcdata
+from kreplica.conformance.validate.runs import (
+    Place,
+    Sight,
+    pool_batches,
+    read_places,
+    runs,
+    scan,
+    share_batches,
+    sight,
+    wants_conjunct,
+    why_wanted,
+)
 from kreplica.conformance.validate.sources import (
     Item,
     balanced_batch_size,
     batches,
-    iter_local,
     local_files,
-    newlines,
-    number_lines,
     plan,
-    read_share,
     split_file,
+    variant_note,
 )
 from kreplica.conformance.validate.tracecheck import (
+    ERROR,
     SPEC_MODULE,
     SPEC_MODULES,
     CheckSettings,
+    TraceResult,
     check_texts,
 )
 from kreplica.conformance.validate.why import explain_rejections
 
 Progress = Callable[[int, int | None], None]
-"""Called with (batches done, batches in all when known): on Spark, a task is a batch."""
+"""Called with (tasks done, tasks in all when known): a task is a run, or a batch's `--why`."""
+
+Numbered = list[tuple[int, dict[str, Any]]]
+"""Rows with the numbers of their traces (`runs.Place.number`)."""
 
 
 def check_items(items: list[Item], settings: CheckSettings) -> list[dict[str, Any]]:
@@ -79,6 +97,49 @@ def check_items(items: list[Item], settings: CheckSettings) -> list[dict[str, An
     results = check_texts(items, settings)
     explain_rejections(items, results, settings)
     return [r.row() for r in results]
+
+
+def check_run(run: list[Place], settings: CheckSettings) -> Numbered:
+    """Check one run (`runs.runs`), reading its texts: a row per trace, with its number; no
+    `--why` yet (the batches decide it, `explain_places`). A trace that repeats an earlier one
+    of the run in all the checker reads (`runs.sight`: a fuzz corpus repeats runs) is not read
+    by TLC again: it gets that one's row, with its own id and variant note, unless that row is
+    an error's (which may name its trace), and then it is checked itself."""
+    texts = read_places(run)
+    first: dict[Sight, int] = {}
+    same: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        key = sight(text)
+        if key is not None and key in first:
+            same[i] = first[key]
+        elif key is not None:
+            first[key] = i
+    rows = _checked(run, texts, [i for i in range(len(run)) if i not in same], settings)
+    rows |= _checked(run, texts, [i for i, j in same.items() if rows[j]["verdict"] == ERROR],
+                     settings)  # fmt: skip
+    label = settings.params.variant.label()
+    for i, j in same.items():
+        if i not in rows:
+            note = variant_note(texts[i], label)
+            rows[i] = {**rows[j], "trace_id": printable(run[i].trace_id), "note": note}
+    return [(p.number, rows[i]) for i, p in enumerate(run)]
+
+
+def _checked(run: list[Place], texts: list[str], chosen: list[int], settings: CheckSettings
+             ) -> dict[int, dict[str, Any]]:  # fmt: skip
+    """The rows of the traces `chosen` (indexes into `run`), checked together."""
+    items = [(run[i].trace_id, texts[i]) for i in chosen]
+    return {i: r.row() for i, r in zip(chosen, check_texts(items, settings), strict=True)}
+
+
+def explain_places(places: list[Place], rows: list[dict[str, Any]], settings: CheckSettings
+                   ) -> Numbered:  # fmt: skip
+    """The rows of `places` (each wanting its false conjunct: `runs.why_wanted`) with the
+    conjunct found (`why.explain_rejections`), with their numbers."""
+    items = list(zip([p.trace_id for p in places], read_places(places), strict=True))
+    results = [TraceResult(**row) for row in rows]
+    explain_rejections(items, results, replace(settings, why=len(results)))
+    return [(p.number, r.row()) for p, r in zip(places, results, strict=True)]
 
 
 # ---------------------------------------------------------------- the process pool
@@ -97,36 +158,47 @@ class PoolRun:
 
 
 def run_pool(run: PoolRun, out: Path, progress: Progress) -> int:
-    """Check every trace of `run.files` in a process pool; write rows to `out` as they come.
-    Returns the number of rows written. On Ctrl-C (or any failure) the workers and their TLC
-    processes are killed at once, not left to finish the batches in flight."""
+    """Check every trace of `run.files` in a process pool: its runs, then the `--why` of each
+    batch; write the rows to `out` in the input's order. Returns the number of rows written.
+    On Ctrl-C (or any failure) the workers and their TLC processes are killed at once, not
+    left to finish the runs in flight."""
     from kreplica.conformance.validate.results import JSON, PARQUET, RowWriter
 
     for older in (out / PARQUET, out / JSON):
         _remove(older)
-    writer = RowWriter(out, metadata=run.metadata)
-    done = 0
+    settings = run.settings
+    places = scan(run.files, settings.params.min_insync_replicas)
+    rows: dict[int, dict[str, Any]] = {}
     pool = ProcessPoolExecutor(max_workers=run.workers, initializer=_ignore_interrupts)
     try:
-        pending: set[Future[list[dict[str, Any]]]] = set()
+        todo = runs(places, run.batch_size, run.workers)
+        _gather(rows, [pool.submit(check_run, r, settings) for r in todo], progress)
         size = balanced_batch_size(run.files, run.batch_size, run.workers)
-        for batch in batches(iter_local(run.files), size):
-            if len(pending) >= 2 * run.workers:  # bounded: the driver streams the corpus
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                done += _collect(finished, writer)
-                progress(done, None)
-            pending.add(pool.submit(check_items, batch, run.settings))
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            done += _collect(finished, writer)
-            progress(done, None)
+        laid_out = pool_batches(places, size)
+        wanted = why_wanted(laid_out, lambda n: wants_conjunct(rows[n]), settings.why)
+        asked = [pool.submit(explain_places, w, [rows[p.number] for p in w], settings)
+                 for w in wanted]  # fmt: skip
+        _gather(rows, asked, progress)
     except BaseException:
         _stop_pool(pool)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    writer = RowWriter(out, metadata=run.metadata)
+    try:
+        for part in batches(places, writer.chunk):
+            writer.write(rows[p.number] for p in part)
+    finally:
         writer.close()
     return writer.written
+
+
+def _gather(rows: dict[int, dict[str, Any]], futures: list[Future[Numbered]], progress: Progress
+            ) -> None:  # fmt: skip
+    """Put the numbered rows of `futures` into `rows` as they finish, saying how many have."""
+    for done, future in enumerate(as_completed(futures), 1):
+        rows.update(future.result())
+        progress(done, len(futures))
 
 
 def _ignore_interrupts() -> None:
@@ -182,15 +254,6 @@ def _descendants(pid: int, children: Mapping[int, list[int]]) -> list[int]:
     return found
 
 
-def _collect(finished: Iterable[Future[list[dict[str, Any]]]], writer: Any) -> int:
-    """Write the rows of finished batches; return how many batches finished."""
-    count = 0
-    for future in finished:
-        writer.write(future.result())
-        count += 1
-    return count
-
-
 # ---------------------------------------------------------------- Spark
 
 
@@ -209,6 +272,9 @@ class SparkRun:
     """Written into the Parquet schema of every part (`results.RUN_METADATA`)."""
     conf: Mapping[str, str] = field(default_factory=dict)
     """Spark properties passed through (`--conf KEY=VALUE`), e.g. spark.pyspark.python."""
+    class_archives: Path | None = None
+    """Where Spark's local JVM keeps its class-data-sharing archive (`spark.archive_options`);
+    None: none."""
 
 
 def _wanted(name: str, explicit: frozenset[str]) -> bool:
@@ -231,21 +297,45 @@ class TaskJob:
 
 
 def _check_share(index: int, traces: Iterator[Item], job: TaskJob) -> Iterator[tuple[int, bytes]]:
-    """A Spark task: check its traces in batches, with the spec and jar Spark shipped to it,
-    and return their rows (packed, `pack_rows`) to the driver, which writes them as Parquet part
-    `index`. Only the standard library runs here, and no file is written to `--out`: on a
-    cluster that is the driver's disk, not the executor's."""
+    """A Spark task over traces Spark read (other URIs): check them in batches, with the spec
+    and jar Spark shipped to it, and return their rows (packed, `pack_rows`) to the driver,
+    which writes them as Parquet part `index`. Only the standard library runs here, and no file
+    is written to `--out`: on a cluster that is the driver's disk, not the executor's."""
+    settings = _task_settings(job)
+    rows: list[dict[str, Any]] = []
+    for batch in batches(traces, job.batch_size, slack=job.batch_size // SLACK):
+        rows.extend(check_items(batch, settings))
+    yield index, pack_rows(rows)
+
+
+def _check_runs(part: Iterator[list[Place]], job: TaskJob) -> Iterator[bytes]:
+    """A Spark task over a run of local traces (`check_run`): their rows, numbered and packed."""
+    settings = _task_settings(job)
+    for run in part:
+        yield pack_rows([{"n": n, "row": row} for n, row in check_run(run, settings)])
+
+
+def _explain_batches(
+    part: Iterator[tuple[list[Place], list[dict[str, Any]]]], job: TaskJob
+) -> Iterator[bytes]:
+    """A Spark task over the rows of a batch that want their false conjunct
+    (`explain_places`): the rows with it, numbered and packed."""
+    settings = _task_settings(job)
+    for places, rows in part:
+        found = explain_places(places, rows, settings)
+        yield pack_rows([{"n": n, "row": row} for n, row in found])
+
+
+def _task_settings(job: TaskJob) -> CheckSettings:
+    """The settings of a task, with the files Spark shipped; the injected failure of a first
+    attempt (tests) happens here."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
     attempt = context.attemptNumber() if context is not None else 0
     if job.fail_first_attempt and attempt == 0:
         raise RuntimeError("injected failure of a task's first attempt (test)")
-    settings = _shipped(job.settings)
-    rows: list[dict[str, Any]] = []
-    for batch in batches(traces, job.batch_size, slack=job.batch_size // SLACK):
-        rows.extend(check_items(batch, settings))
-    yield index, pack_rows(rows)
+    return _shipped(job.settings)
 
 
 def pack_rows(rows: list[dict[str, Any]]) -> bytes:
@@ -304,59 +394,130 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     local, remote = spark_inputs(run.paths)
     from kreplica.conformance.validate.results import PARQUET
 
-    sc = spark_context(run.master, run.conf)
+    with ThreadPoolExecutor(max_workers=1) as early:  # while Spark's JVM starts
+        laid_out = early.submit(scan, local, run.settings.params.min_insync_replicas)
+        early.submit(package_zip)  # made once, then `ship` sends it
+        sc = spark_context(run.master, run.conf, run.class_archives)
     # PySpark's own SIGINT handler is in place from here on, and it cancels jobs on the py4j
     # connection the main thread is using: ours replaces it before the next py4j call
     interrupted = threading.Event()
     restore = on_interrupt(lambda: cancel_job(sc, interrupted))
     try:
-        written = _run_job(sc, run, local, remote, progress, interrupted)
+        for path in run.ship:
+            sc.addFile(str(path))
+        ship(sc)
+        job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts)
+        parts = _fresh(out.resolve() / PARQUET)
+        places = laid_out.result()
+        written = _check_local(sc, run, job, places, local, parts, progress, interrupted)
+        written += _check_remote(sc, run, job, remote, parts, progress, interrupted)
     finally:
         restore()
-    parts = _fresh(out.resolve() / PARQUET)
+    _write_json(out)
+    return written
+
+
+PART_ROWS = 10_000
+"""Rows per Parquet part of local traces (the driver writes them in the input's order)."""
+
+
+def _check_local(
+    sc: Any,
+    run: SparkRun,
+    job: TaskJob,
+    places: list[Place],
+    local: list[Path],
+    parts: Path,
+    progress: Progress,
+    interrupted: threading.Event,
+) -> int:
+    """Check the local traces (`places`, of the files `local`) as runs, a task each, then the
+    `--why` of each batch, a task per batch that wants any; write their rows as Parquet parts,
+    in the input's order. The driver holds each row as compact JSON meanwhile (a few hundred
+    bytes)."""
+    if not places:
+        return 0
+    todo = runs(places, run.batch_size, sc.defaultParallelism)
+    rows: list[str] = [""] * len(places)
+    checked = sc.parallelize(todo, max(1, len(todo))).mapPartitions(lambda p: _check_runs(p, job))
+    _unpack_into(rows, _collect(sc, checked, len(todo), run.master, progress, interrupted))
+    shares = plan(local, run.batch_size, sc.defaultParallelism)
+    laid_out = share_batches(shares, places, run.batch_size, run.batch_size // SLACK)
+    wanted = why_wanted(laid_out, lambda n: _wants(rows[n]), run.settings.why)
+    if wanted:
+        asked = [(w, [json.loads(rows[p.number]) for p in w]) for w in wanted]
+        explained = sc.parallelize(asked, len(asked))
+        found = explained.mapPartitions(lambda p: _explain_batches(p, job))
+        _unpack_into(rows, _collect(sc, found, len(asked), run.master, progress, interrupted))
+    for index, part in enumerate(batches(rows, PART_ROWS)):
+        _write_part(parts, index, [json.loads(row) for row in part], run.metadata)
+    return len(rows)
+
+
+def _wants(row: str) -> bool:
+    """Whether a row (compact JSON) wants its false conjunct: only a rejection's is read."""
+    return '"verdict":"violates"' in row and wants_conjunct(json.loads(row))
+
+
+def _unpack_into(rows: list[str], packed: list[bytes]) -> None:
+    """Put the numbered rows of each task (`pack_rows`) into `rows`, as compact JSON."""
+    for n, blob in enumerate(packed):
+        packed[n] = b""  # one task's rows unpacked at a time
+        for entry in unpack_rows(blob):
+            rows[entry["n"]] = json.dumps(entry["row"], separators=(",", ":"))
+
+
+def _check_remote(
+    sc: Any,
+    run: SparkRun,
+    job: TaskJob,
+    remote: list[str],
+    parts: Path,
+    progress: Progress,
+    interrupted: threading.Event,
+) -> int:
+    """Check the traces of other URIs, which Spark reads (`wholeTextFiles`, a file per
+    record), in batches with their `--why`; each task's rows a Parquet part, after the local
+    ones."""
+    if not remote:
+        return 0
+    explicit = frozenset(remote)
+    files = sc.wholeTextFiles(",".join(remote), minPartitions=sc.defaultParallelism)
+    traces = files.filter(lambda kv: _wanted(kv[0], explicit)).flatMap(lambda kv: split_file(*kv))
+    checked = traces.mapPartitionsWithIndex(lambda i, p: _check_share(i, p, job))
+    tasks = traces.getNumPartitions()
+    first = len(list(parts.glob("part-*.parquet")))
+    written = _collect(sc, checked, tasks, run.master, progress, interrupted)
     rows = 0
     for n, (index, packed) in enumerate(written):  # the successful attempt of each task
         part = unpack_rows(packed)
         written[n] = None  # one task's rows unpacked at a time
-        _write_part(parts, index, part, run.metadata)
+        _write_part(parts, first + index, part, run.metadata)
         rows += len(part)
-    _write_json(out)
     return rows
 
 
-def _run_job(
-    sc: Any,
-    run: SparkRun,
-    local: list[Path],
-    remote: list[str],
-    progress: Progress,
-    interrupted: threading.Event,
+def _collect(
+    sc: Any, tasks: Any, count: int, master: str, progress: Progress, interrupted: threading.Event
 ) -> list[Any]:
-    """Ship the checker, run the job, and return each task's packed rows; KeyboardInterrupt if
-    a Ctrl-C came (`interrupted`), before the job or while it ran."""
-    for path in run.ship:
-        sc.addFile(str(path))
-    ship(sc)
-    job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts)
-    traces = _traces(sc, local, remote, run.batch_size)
-    watcher = watch_tasks(sc, traces.getNumPartitions(), progress)
+    """Run a job (`count` tasks) and return what its tasks yielded; KeyboardInterrupt if a
+    Ctrl-C came (`interrupted`), before the job or while it ran."""
+    watcher = watch_tasks(sc, count, progress)
     try:
         if interrupted.is_set():  # a Ctrl-C while the job was being set up: do not start it
             raise KeyboardInterrupt
         sc.setJobGroup(JOB_GROUP, "check traces", interruptOnCancel=True)
-        written: list[Any] = traces.mapPartitionsWithIndex(
-            lambda i, p: _check_share(i, p, job)
-        ).collect()
+        found: list[Any] = tasks.collect()
     except Exception as err:  # not a KeyboardInterrupt, which is no Exception: it goes on up
         if interrupted.is_set():  # the job failed because it was cancelled: say so
-            _kill_checkers(run.master)
+            _kill_checkers(master)
             raise KeyboardInterrupt from None
         raise CheckerError(f"a task failed: {spark_failure(err)}") from err
     finally:
         watcher.set()
     if interrupted.is_set():
         raise KeyboardInterrupt
-    return written
+    return found
 
 
 def _kill_checkers(master: str, rounds: int = 4, pause: float = 0.5) -> None:
@@ -403,29 +564,6 @@ def _write_json(out: Path) -> None:
     with target.open("w", encoding="utf-8") as handle:
         for row in iter_rows(out / PARQUET):
             handle.write(json.dumps(row, separators=(",", ":")) + "\n")
-
-
-def _traces(sc: Any, local: list[Path], remote: list[str], batch_size: int) -> Any:
-    """Every input trace as an RDD of (id, text), a partition per share of about a batch, with
-    no shuffle: tasks read local files themselves; other URIs come through Spark's reader."""
-    parts = []
-    if local:
-        shares = plan(local, batch_size, sc.defaultParallelism)
-        shares = number_lines(shares, lambda segments: _count_newlines(sc, segments))
-        parts.append(sc.parallelize(shares, len(shares)).flatMap(read_share))
-    if remote:
-        explicit = frozenset(remote)
-        files = sc.wholeTextFiles(",".join(remote), minPartitions=sc.defaultParallelism)
-        parts.append(
-            files.filter(lambda kv: _wanted(kv[0], explicit)).flatMap(lambda kv: split_file(*kv))
-        )
-    return parts[0] if len(parts) == 1 else sc.union(parts)
-
-
-def _count_newlines(sc: Any, segments: list[tuple[str, int, int]]) -> list[int]:
-    """Newlines in each (path, start, end) byte range, counted by the executors in one job."""
-    ranges = sc.parallelize(segments, min(len(segments), sc.defaultParallelism))
-    return list(ranges.map(lambda segment: newlines(*segment)).collect())
 
 
 def _local_path(path: str) -> str | None:

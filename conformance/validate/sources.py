@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
+from typing import TypeVar
 
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.itf import printable
@@ -32,23 +33,24 @@ SAMPLE_BYTES = 1 << 20
 READ_BYTES = 1 << 22
 
 Item = tuple[str, str]
+T = TypeVar("T")
 
 UNREADABLE = "\x00\x00kreplica-unreadable\x00"
 """Starts the text of an item that could not be read (no JSON text starts so); the rest says
 why, and the checker makes it the item's error row (`tracecheck.prepare`)."""
 
 
-def _unreadable(why: str) -> str:
+def unreadable(why: str) -> str:
     """The text of an item that could not be read."""
     return UNREADABLE + why
 
 
-def _decoded(raw: bytes) -> str:
+def decoded(raw: bytes) -> str:
     """UTF-8 bytes as text, or an unreadable item saying where they are not UTF-8."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        return _unreadable(
+        return unreadable(
             f"not UTF-8 text: byte 0x{raw[err.start]:02x} at offset {err.start} ({err.reason})"
         )
 
@@ -207,15 +209,15 @@ def read_piece(piece: Piece) -> Iterator[Item]:
     try:
         yield from _read_lines(piece)
     except OSError as err:
-        yield printable(piece.path), _unreadable(f"cannot read: {err.strerror}")
+        yield printable(piece.path), unreadable(f"cannot read: {err.strerror}")
 
 
 def _read_whole(path: str) -> str:
     """A whole file's text, or an unreadable item when it cannot be read."""
     try:
-        return _decoded(Path(path).read_bytes())
+        return decoded(Path(path).read_bytes())
     except OSError as err:
-        return _unreadable(f"cannot read: {err.strerror}")
+        return unreadable(f"cannot read: {err.strerror}")
 
 
 def _read_lines(share: Lines) -> Iterator[Item]:
@@ -230,7 +232,7 @@ def _read_lines(share: Lines) -> Iterator[Item]:
             if not line:
                 return
             if line.strip():
-                yield f"{printable(share.path)}:{number}", _decoded(line)
+                yield f"{printable(share.path)}:{number}", decoded(line)
             position, number = position + len(line), number + 1
 
 
@@ -269,7 +271,7 @@ def plan(files: Sequence[Path], batch_size: int, workers: int = 1) -> list[Share
     names = [str(f) for f in files]
     sizes = [_size(n) for n in names]
     traces = [_traces_in(n, s) for n, s in zip(names, sizes, strict=True)]
-    count = _shares(sum(traces), sum(sizes), batch_size, workers)
+    count = share_count(sum(traces), sum(sizes), batch_size, workers)
     per = sum(traces) / count or 1.0
     shares: list[list[Piece]] = [[] for _ in range(count)]
     before = 0.0
@@ -291,7 +293,7 @@ def _tasks(traces: int, batch_size: int, workers: int) -> int:
     return max(1, min(traces, -(-batches // workers) * workers))
 
 
-def _shares(traces: float, size: int, batch_size: int, workers: int) -> int:
+def share_count(traces: float, size: int, batch_size: int, workers: int) -> int:
     """Shares for `traces` that take `size` bytes: `_tasks`, with batches of `batch_size`
     traces or of BATCH_BYTES, whichever holds fewer."""
     per_trace = size / traces if traces else 1.0
@@ -305,7 +307,7 @@ def balanced_batch_size(files: Sequence[Path], batch_size: int, workers: int) ->
     names = [str(f) for f in files]
     sizes = [_size(n) for n in names]
     traces = sum(_traces_in(n, s) for n, s in zip(names, sizes, strict=True))
-    return max(1, math.ceil(traces / _shares(traces, sum(sizes), batch_size, workers)))
+    return max(1, math.ceil(traces / share_count(traces, sum(sizes), batch_size, workers)))
 
 
 def _pieces(name: str, size: int, start: float, length: float) -> Iterator[tuple[int, Piece]]:
@@ -394,10 +396,10 @@ def newlines(path: str, start: int, end: int) -> int:
     return found
 
 
-def batches(items: Iterable[Item], size: int, slack: int = 0) -> Iterator[list[Item]]:
+def batches(items: Iterable[T], size: int, slack: int = 0) -> Iterator[list[T]]:
     """Group items into lists of `size`; a last remainder of at most `slack` items joins the
     list before it instead of making a list (and a TLC process) of its own."""
-    batch: list[Item] = []
+    batch: list[T] = []
     for item in items:
         batch.append(item)
         if len(batch) > size + slack:  # more than the slack follows: the first `size` are a list

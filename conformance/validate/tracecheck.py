@@ -318,6 +318,17 @@ def _min_isr_in_text(text: str) -> int | None:
     return None if found is None else min_isr_of({MIN_ISR_KEY: int(found.group(1))})
 
 
+def kind_of(head: str, min_isr: int) -> tuple[int, int] | None:
+    """What a trace's TLC run is fixed to, read from the first bytes of its text: its number of
+    replicas and its min.insync.replicas (`min_isr` where its #meta records none), as
+    `check_texts` groups traces; None when the head does not tell."""
+    replicas = _replicas_in_text(head)
+    if replicas is None:
+        return None
+    found = _min_isr_in_text(head)
+    return replicas, min_isr if found is None else found
+
+
 def _replicas_in_text(text: str) -> int | None:
     """The length of the first `hw` in the JSON text (a list of integers), or None."""
     found = _FIRST_HW.search(text)

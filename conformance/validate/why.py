@@ -553,18 +553,28 @@ def explain_rejections(
     for (trace_id, text), result in zip(items, results, strict=True):
         if budget <= 0:
             return
-        if result.verdict != VIOLATES or not result.step or result.action is None:
-            continue
-        if result.invariant:  # the logged action is allowed there: no conjunct of it is false
+        step, action = result.step, result.action
+        if (
+            step is None
+            or action is None
+            or not wants_why(result.verdict, step, action, result.invariant)
+        ):
             continue
         budget -= 1
         try:
-            found = _why_of(trace_id, text, result.step, result.action, settings)
+            found = _why_of(trace_id, text, step, action, settings)
         except Exception:  # the verdict stands; only the explanation is missing
             continue
         if found is not None:
             result.why_line, result.why = found.line, found.conjunct
             result.why_values = json.dumps(dict(found.values))
+
+
+def wants_why(verdict: str, step: int | None, action: str | None, invariant: str) -> bool:
+    """Whether a row is one whose false conjunct is looked for (and counts against `--why`):
+    a step the logged action does not explain, not the initial state, not an invariant's row
+    (there the logged action is allowed: no conjunct of it is false)."""
+    return verdict == VIOLATES and bool(step) and action is not None and not invariant
 
 
 def _why_of(

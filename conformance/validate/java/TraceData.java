@@ -43,15 +43,25 @@
  * KafkaReplicationTrace walk those events once (s, k, n: see the top of that module), and a
  * line <<"kreplica-share", number, holder, shared>>: its first `shared` events are walked in
  * trace `holder`, which holds the last of them.  -Dkreplica.tracedata.share=false turns it off.
+ *
+ * A quick exit (QuickExit): TLC exports its fingerprint set over RMI, for distributed TLC, and
+ * RMI's accept thread then waits for a connection in native code; a JVM that exits waits 300 ms
+ * for threads in native code to stop.  Before TLC makes its fingerprint set (after it has read
+ * TraceLog), the first call of TraceLog gives RMI server sockets that wait in Java instead, on
+ * loopback: no connection is ever made to them, and TLC exits at once when it is done.
  */
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.rmi.server.RMISocketFactory;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -85,6 +95,7 @@ public final class TraceData {
     /** The override of TraceLog: the value in the data file, read on the first call. */
     public static synchronized Value TraceLog() {
         if (traceLog == null) {
+            QuickExit.install();
             Path file = dataFile();
             try {
                 long start = System.nanoTime();
@@ -103,6 +114,39 @@ public final class TraceData {
             }
         }
         return traceLog;
+    }
+
+    /** RMI server sockets whose accept waits in Java, so that the JVM exits without waiting. */
+    private static final class QuickExit extends RMISocketFactory {
+        static void install() {
+            try {
+                RMISocketFactory.setSocketFactory(new QuickExit());
+            } catch (IOException | SecurityException e) { // one is set already: keep it
+            }
+        }
+
+        @Override
+        public Socket createSocket(String host, int port) throws IOException {
+            return new Socket(host, port);
+        }
+
+        @Override
+        public ServerSocket createServerSocket(int port) throws IOException {
+            return new ServerSocket(port, 1, InetAddress.getLoopbackAddress()) {
+                @Override
+                public Socket accept() throws IOException {
+                    synchronized (this) {
+                        while (true) { // nobody connects: TLC runs on one machine
+                            try {
+                                wait();
+                            } catch (InterruptedException e) {
+                                throw new IOException("interrupted", e);
+                            }
+                        }
+                    }
+                }
+            };
+        }
     }
 
     private static EvalException fail(String message) {

@@ -1,0 +1,37 @@
+"""Spark's local JVM and its class-data-sharing archive (`spark.archive_options`): written as a
+draft when the JVM exits, put in place by a later run once no JVM is writing it, used after."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kreplica.conformance import spark
+
+
+def test_no_directory_no_archive() -> None:
+    assert spark.archive_options(None) == []
+
+
+def test_a_draft_is_written_then_put_in_place_once_no_jvm_writes_it(tmp_path: Path) -> None:
+    """The first run asks for a draft named after its process; a later run puts a finished
+    draft in place and maps it; a draft still named on a command line (its JVM is writing it)
+    is left alone, and dropped once an archive is in place."""
+    first = spark.archive_options(tmp_path)
+    assert first[0].startswith("-XX:ArchiveClassesAtExit=") and first[0].endswith(".draft")
+    draft = Path(first[0].split("=", 1)[1])
+    draft.write_bytes(b"classes")
+    busy = draft.with_name(draft.name.replace(".draft", "0.draft"))
+    busy.write_bytes(b"half")
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(busy)])
+    try:
+        options = spark.archive_options(tmp_path)
+        archive = Path(options[0].split("=", 1)[1])
+        assert options[0].startswith("-XX:SharedArchiveFile=")
+        assert archive.read_bytes() == b"classes" and busy.exists()
+    finally:
+        writer.kill()
+        writer.wait()
+    assert spark.archive_options(tmp_path) == options
+    assert not busy.exists()
