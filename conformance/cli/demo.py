@@ -81,7 +81,8 @@ def _steps(out: Path, suite: str, configs: tuple[str, ...], examples: int, bug: 
         Step(
             "fuzz-correct",
             "fuzz the correct protocol",
-            (*fuzz, "--corpus", str(correct), "--out", str(out / "fuzz" / "correct")),
+            (*fuzz, "--stages", "correct", "--corpus", str(correct),
+             "--out", str(out / "fuzz" / "correct")),  # fmt: skip
             outputs=(correct,),
             clean=(correct, out / "fuzz" / "correct"),
         ),
