@@ -94,6 +94,9 @@ class Coverage:
     started: float = field(default_factory=time.perf_counter)
     curve: list[tuple[float, int]] = field(default_factory=list)
     """(seconds since the campaign started, distinct abstract states) after each run."""
+    first_seen: dict[AbstractState, float] = field(default_factory=dict)
+    """Seconds since the campaign started when each abstract state was first reached (at the
+    end of the run that reached it), for a curve over several campaigns (`joint_curve`)."""
 
     def rarity(self, run: Iterable[AbstractState]) -> float:
         """A run's score: the sum, over the distinct abstract states it reached, of 1 / (1 +
@@ -106,6 +109,22 @@ class Coverage:
         before it is counted)."""
         states = set(run)
         score = self.rarity(states)
+        now = time.perf_counter() - self.started
+        for state in states - self.seen.keys():
+            self.first_seen[state] = now
         self.seen.update(states)
-        self.curve.append((time.perf_counter() - self.started, len(self.seen)))
+        self.curve.append((now, len(self.seen)))
         return score
+
+
+def joint_curve(parts: Iterable[tuple[float, Coverage]]) -> list[tuple[float, int]]:
+    """The distinct abstract states of campaigns run one after the other, against time: each
+    campaign's coverage with the seconds from the first one's start to its own start; a point
+    where the count grows."""
+    first: dict[AbstractState, float] = {}
+    for offset, coverage in parts:
+        for state, seconds in coverage.first_seen.items():
+            at = offset + seconds
+            if state not in first or at < first[state]:
+                first[state] = at
+    return [(at, n) for n, at in enumerate(sorted(first.values()), start=1)]
