@@ -144,10 +144,10 @@ def test_a_campaign_of_stages_stops_at_its_first_failure(tmp_path: Path) -> None
     assert result.failure is result.results[1] and result.failure.failure is not None
     assert result.stats.runs == sum(r.stats.runs for r in result.results)
     lines = staged_summary(result, 46)
-    assert "  stage third: not run (the campaign stops at its first failure)" in lines
+    assert "  stage third: not run (the campaign stopped at its first failure)" in lines
     assert any(line.startswith("violation ClientAnswersMatchLeader") for line in lines)
     assert any(
-        line.startswith("  again, that stage alone: kreplica fuzz --bug early-ack")
+        line.startswith("  again, that campaign alone: kreplica fuzz --bug early-ack")
         for line in lines
     )
 

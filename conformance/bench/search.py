@@ -1,6 +1,7 @@
 """Benchmark of the search: abstract-state coverage against time, for the default campaign of
-stages, the correct protocol's campaign alone (the default before issue #44), and each of them
-guided (`--guided`).
+stages, the correct protocol's campaign alone (the default before issue #44), each of them
+guided (`--guided`, `fuzz.guided`), and the correct protocol steered by Hypothesis's
+`target()` (`FuzzSetup.guided`, what `--guided` did before issue #44).
 
 For each seed, one campaign of each mode (`MODES`) with the default options, one after the
 other, so that every mode of a seed runs under about the same load, each searching the same
@@ -28,6 +29,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
 from kreplica.conformance.fuzz.guidance import joint_curve
+from kreplica.conformance.fuzz.guided import run_guided
 from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FuzzSetup
 from kreplica.conformance.fuzz.stages import CORRECT, STAGE_NAMES, plan, run_stages
 
@@ -39,16 +41,25 @@ class Mode:
     name: str
     stages: tuple[str, ...]
     guided: bool
+    """Rounds handed out by `guided.run_guided` (`--guided`)."""
     command: str
     colour: str
+    target: bool = False
+    """Hypothesis's `target()` with each run's rarity (`FuzzSetup.guided`)."""
 
 
 MODES = (
     Mode("default", STAGE_NAMES, False, "kreplica fuzz", "tab:green"),
-    Mode("correct", (CORRECT,), False, "kreplica fuzz --stages correct", "tab:blue"),
     Mode("default guided", STAGE_NAMES, True, "kreplica fuzz --guided", "tab:olive"),
+    Mode("correct", (CORRECT,), False, "kreplica fuzz --stages correct", "tab:blue"),
+    Mode("correct guided", (CORRECT,), True, "kreplica fuzz --stages correct --guided", "tab:cyan"),
     Mode(
-        "correct guided", (CORRECT,), True, "kreplica fuzz --stages correct --guided", "tab:orange"
+        "correct target",
+        (CORRECT,),
+        False,
+        "--stages correct, Hypothesis's target() (--guided before #44)",
+        "tab:orange",
+        target=True,
     ),
 )
 
@@ -88,8 +99,11 @@ def modes_named(names: Sequence[str]) -> tuple[Mode, ...]:
 def campaign(mode: Mode, seed_value: int, seconds: float) -> Curve:
     """A campaign of `mode` with the default options, searching for `seconds`."""
     before = os.getloadavg()[0]
-    stages = plan(FuzzSetup(guided=mode.guided), mode.stages, DEFAULT_EXAMPLES, seconds)
-    result = run_stages(stages, DEFAULT_STEPS, seed_value, shrink=False)
+    stages = plan(FuzzSetup(guided=mode.target), mode.stages, DEFAULT_EXAMPLES, seconds)
+    if mode.guided:
+        result = run_guided(stages, DEFAULT_STEPS, seed_value, shrink=False, time_limit=seconds)
+    else:
+        result = run_stages(stages, DEFAULT_STEPS, seed_value, shrink=False)
     parts = zip(result.offsets, (r.stats.coverage for r in result.results), strict=True)
     failed = result.failure
     found = None if failed is None or failed.failure is None else failed.failure.invariant

@@ -397,10 +397,12 @@ Examples:
 For each seed, one campaign of each mode with the default options, one after
 the other, each searching --seconds (shared by its stages) or until 3,000 runs:
 default (kreplica fuzz: the correct protocol and every variant, a stage each),
-correct (kreplica fuzz --stages correct, the default before issue #44), and
-each of them --guided. Each campaign's distinct abstract states against time
-(over all its stages) is drawn into --picture, and the final counts are a
-table. The default --picture replaces the one docs/fuzzing.md shows.
+correct (kreplica fuzz --stages correct, the default before issue #44), each
+of them --guided, and correct target (the correct protocol steered by
+Hypothesis's target(), what --guided did before issue #44). Each campaign's
+distinct abstract states against time (over all its stages) is drawn into
+--picture, and the final counts are a table. The default --picture replaces
+the one docs/fuzzing.md shows.
 
 """
     + EXIT_CODES

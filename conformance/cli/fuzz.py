@@ -37,6 +37,7 @@ from kreplica.conformance.fuzz.campaign import (
 )
 from kreplica.conformance.fuzz.campaign import summary_lines as fuzz_summary
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.guided import ROUND_RUNS, run_guided
 from kreplica.conformance.fuzz.runs import RunStats
 from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FAULTS, FuzzSetup
 from kreplica.conformance.fuzz.stages import (
@@ -179,10 +180,8 @@ class FuzzProgress:
         """Set up the bar for the stages' runs."""
         examples = sum(stage.examples for stage in stages)
         self.examples = examples
-        self.before = {
-            stage.name: sum(s.examples for s in stages[:i]) for i, stage in enumerate(stages)
-        }
-        """Runs of the stages before each stage."""
+        self.runs: dict[int, int] = {}
+        """Runs so far of each campaign (a stage, or a guided round), by its counters' id."""
         console = Console(stderr=True)
         self.progress: Progress | None = None
         self.task: TaskID | None = None
@@ -212,11 +211,11 @@ class FuzzProgress:
         """Called at the start of each run of a stage."""
         if self.progress is None or self.task is None:
             return
-        before = self.before[stage.name]
+        self.runs[id(stats)] = min(stats.runs, stage.examples)
         rate = stats.steps / max(stats.elapsed, 1e-9)
         if stats.detected is None:
             status = f"[green]0 failures[/] {stage.name}"
-            done = before + min(stats.runs, stage.examples)
+            done = sum(self.runs.values())
         else:
             status = f"[red]1 failure[/], shrinking ({stats.runs - stats.runs_to_failure} runs)"
             done = self.examples
@@ -344,8 +343,9 @@ class FuzzProgress:
     "--guided/--unguided",
     default=False,
     show_default=True,
-    help="Steer the search towards rarely reached abstract states of the replicas' views "
-    "(each run hands its rarity to Hypothesis's target(); docs/fuzzing.md).",
+    help="Hand the runs out in rounds of 30 to the stage and fault mix whose last rounds "
+    "reached the most abstract states of the replicas' views the campaign had not seen "
+    "(docs/fuzzing.md, 'Guided fuzzing'); not with --master.",
 )
 @click.option(
     "--require-all-actions",
@@ -421,10 +421,15 @@ def fuzz(
         max_faults,
         invariants,
         only_faults,
-        guided,
+        False,  # --guided steers the rounds (fuzz.guided), not Hypothesis's target()
         deletes,
         rules_only,
     )
+    if guided and master is not None:
+        raise KreplicaError(
+            "--guided hands a seed's runs out round by round in one process: give --master "
+            "or --guided, not both"
+        )
     stages = campaign_stages(setup, bool(assignments or bugs), stage_list, examples, time_limit)
     check_output_dir(out, "failures to")
     if master is not None:
@@ -432,12 +437,13 @@ def fuzz(
         swarm = Swarm(setup, seeds, examples, steps, master, shrink, time_limit, spark_conf, stages)
         return _fuzz_swarm(swarm, corpus, out, require_all_actions)
     label = setup.variant.label() if len(stages) == 1 else f"{len(stages)} stages"
-    display = FuzzProgress(stages, f"fuzz {label}")
+    display = FuzzProgress(stages, f"fuzz {label}{' guided' if guided else ''}")
+    run = run_guided if guided else run_stages
     with _corpus(corpus) as writer, display.shown():
-        result = run_stages(stages, steps, seed, display.update, shrink, writer, time_limit)
+        result = run(stages, steps, seed, display.update, shrink, writer, time_limit)
     reported = result.failure
     paths, unsaved = _save(reported, out) if reported is not None else ((), None)
-    if len(stages) == 1:
+    if len(stages) == 1 and not guided:
         lines = fuzz_summary(result.results[0], paths)
     else:
         lines = staged_summary(result, examples, paths)
@@ -487,20 +493,35 @@ def staged_summary(result: StagedResult, examples: int, paths: tuple[Path, ...] 
     runs and outcome, the totals and action mix of the stages run, and the failure."""
     s, stages = result.stats, result.stages
     rate = s.steps / result.seconds if result.seconds > 0 else 0.0
+    count = f"{len(stages)} stage{'s' if len(stages) > 1 else ''}"
+    shared = (
+        f"{count} sharing {examples:,} runs"
+        if not result.ran
+        else f"{count}, guided: {examples:,} runs in rounds of {ROUND_RUNS} to the stage and "
+        "fault mix that find the most new abstract states"
+    )
     lines = [
-        f"kreplica fuzz: {len(stages)} stages sharing {examples:,} runs, seed {result.seed}; "
+        f"kreplica fuzz: {shared}, seed {result.seed}; "
         f"{stages[0].setup.describe().split(', ', 1)[1]}",
     ]
-    for stage, ran in zip(stages, result.results, strict=False):
-        outcome = "clean" if ran.failure is None else f"failed: {ran.failure.invariant}"
+    for stage in stages:
+        ran = result.of_stage(stage.name)
+        if not ran:
+            why = (
+                "the campaign stopped at its first failure"
+                if result.failure is not None
+                else "the runs or the time were spent first"
+            )
+            lines.append(f"  stage {stage.name}: not run ({why})")
+            continue
+        broken = [r.failure.invariant for r in ran if r.failure is not None]
+        outcome = f"failed: {broken[0]}" if broken else "clean"
+        rounds = f" in {len(ran)} rounds" if len(ran) > 1 else ""
         lines.append(
-            f"  stage {stage.name}: {stage.checks()}; {ran.stats.runs:,} runs, "
-            f"{ran.stats.steps:,} steps, {ran.seconds:.1f} s; {outcome}"
+            f"  stage {stage.name}: {stage.checks()}; {sum(r.stats.runs for r in ran):,} runs"
+            f"{rounds}, {sum(r.stats.steps for r in ran):,} steps, "
+            f"{sum(r.seconds for r in ran):.1f} s; {outcome}"
         )
-    lines += [
-        f"  stage {stage.name}: not run (the campaign stops at its first failure)"
-        for stage in result.not_run
-    ]
     lines += [
         f"runs {s.runs:,}, steps {s.steps:,} ({s.impl_steps:,} impl steps, {s.settle_steps:,} "
         f"of them settling), time {result.seconds:.1f} s ({rate:,.0f} steps/s)",
@@ -523,7 +544,7 @@ def staged_summary(result: StagedResult, examples: int, paths: tuple[Path, ...] 
         f"  stage {failed.name}: found in its run {one.runs_to_failure:,} after "
         f"{one.detected or 0:.1f} s; shrunk to {len(f.steps)} impl steps, {f.spec_actions} "
         f"spec actions",
-        f"  again, that stage alone: kreplica fuzz {rerun_options(failed, result.seed)}",
+        f"  again, that campaign alone: kreplica fuzz {rerun_options(failed, reported.seed)}",
     ]
     return lines + [f"  {kind}: {p}" for kind, p in zip(("trace", "schedule"), paths, strict=False)]
 

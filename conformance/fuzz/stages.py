@@ -139,35 +139,50 @@ def rerun_options(stage: Stage, seed: int) -> str:
 
 @dataclass(frozen=True)
 class StagedResult:
-    """A campaign of stages: the stages planned, the result of each stage run (in order, up
-    to the first that failed), when each began, the seed and the wall seconds."""
+    """A campaign of stages: the stages planned, the campaigns run (in order, up to the first
+    that failed) with the stage each ran, when each began, the seed and the wall seconds. A
+    campaign of stages runs each stage once; a guided one (`guided.run_guided`) runs rounds of
+    its stages, each with fault mixes of their own."""
 
     stages: tuple[Stage, ...]
     results: tuple[FuzzResult, ...]
     offsets: tuple[float, ...]
-    """Seconds from the campaign's start to each run stage's start."""
+    """Seconds from the campaign's start to each campaign's start."""
     seed: int
     seconds: float
     time_limit: float | None = None
+    ran: tuple[Stage, ...] = ()
+    """The stage each of `results` ran (its name is one of `stages`'s); empty: `stages`, in
+    order."""
+
+    @property
+    def runs_of(self) -> tuple[Stage, ...]:
+        """The stage each of `results` ran."""
+        return self.ran or self.stages[: len(self.results)]
 
     @property
     def failure(self) -> FuzzResult | None:
-        """The result of the stage that failed (the last one run), or None."""
+        """The result of the campaign that failed (the last one run), or None."""
         failed = [r for r in self.results if r.failure is not None]
         return failed[0] if failed else None
 
     @property
     def failed_stage(self) -> Stage | None:
-        """The stage that failed, or None."""
-        for stage, result in zip(self.stages, self.results, strict=False):
+        """The stage (as run) that failed, or None."""
+        for stage, result in zip(self.runs_of, self.results, strict=True):
             if result.failure is not None:
                 return stage
         return None
 
     @property
     def not_run(self) -> tuple[Stage, ...]:
-        """The stages after the failure, not run."""
-        return self.stages[len(self.results) :]
+        """The planned stages no campaign ran."""
+        names = {stage.name for stage in self.runs_of}
+        return tuple(stage for stage in self.stages if stage.name not in names)
+
+    def of_stage(self, name: str) -> list[FuzzResult]:
+        """The results of the campaigns that ran the stage `name`."""
+        return [r for s, r in zip(self.runs_of, self.results, strict=True) if s.name == name]
 
     @property
     def stats(self) -> RunStats:
