@@ -21,6 +21,7 @@ from kreplica.conformance.cli.fuzz import staged_summary
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
+from kreplica.conformance.fuzz.guided import ROUND_RUNS, Yields, arms, fault_mixes, run_guided
 from kreplica.conformance.fuzz.runs import RunStats
 from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.conformance.fuzz.stages import (
@@ -280,3 +281,64 @@ def test_a_default_swarm_of_stages_runs_from_the_command_line(tmp_path: Path) ->
         alone = fuzz("--examples", "7", "--steps", "15", "--seed", seed)
         runs += int(alone.stdout.split("\nruns ")[1].split(",")[0].replace(",", ""))
     assert f"runs {runs:,}, " in done.stdout
+
+
+def test_guidance_arms_are_each_stage_with_each_fault_mix() -> None:
+    """Every fault first, then one family at a time where that is narrower; the first sweep
+    reaches every stage with every fault before any narrower mix."""
+    assert [name for name, _ in fault_mixes(FuzzSetup())] == [
+        "", "process faults", "elections", "network faults",
+    ]  # fmt: skip
+    assert fault_mixes(FuzzSetup(only_faults=frozenset({"elect"}))) == [("", {"elect"})]
+    mixed = FuzzSetup(only_faults=frozenset({"crash", "drop"}))
+    assert fault_mixes(mixed)[1:] == [("process faults", {"crash"}), ("network faults", {"drop"})]
+    stages = plan(FuzzSetup(), STAGE_NAMES, 70)
+    pool = arms(stages)
+    assert len(pool) == 4 * len(stages)
+    assert [a.name for a in pool[: len(stages)]] == list(STAGE_NAMES)
+    assert all(not a.setup.only_faults for a in pool[: len(stages)])
+
+
+def test_guidance_sweeps_then_follows_the_yield_and_explores() -> None:
+    yields = Yields([0] * 3, [0.0] * 3)
+    assert [yields.next_arm(n) for n in range(3)] == [0, 1, 2]
+    yields.count(0, {("a",), ("b",)}, 2)  # 1 new state per run
+    yields.count(1, {("a",), ("c",), ("d",), ("e",)}, 1)  # 3 new
+    yields.count(2, {("b",)}, 1)  # nothing new
+    assert yields.value == [1.0, 3.0, 0.0]
+    assert [yields.next_arm(n) for n in range(3, 7)] == [1, 1, 1, 0]  # the fourth explores
+    yields.count(1, {("a",)}, 1)  # its yield halves with a round that found nothing
+    assert yields.value[1] == 1.5
+
+
+def test_a_guided_campaign_depends_on_its_seed_alone(tmp_path: Path) -> None:
+    stages = plan(FuzzSetup(), ("correct", "truncation=hw"), 3 * ROUND_RUNS)
+    corpora = []
+    for name in ("one", "two"):
+        path = tmp_path / f"{name}.jsonl"
+        with CorpusWriter(path) as writer:
+            result = run_guided(stages, 15, 5, shrink=False, corpus=writer)
+        corpora.append(path.read_bytes())
+        assert [r.seed for r in result.results] == [50000, 50001, 50002]
+        assert [s.name for s in result.runs_of] == ["correct", "truncation=hw", "correct"]
+    assert corpora[0] == corpora[1]
+
+
+def test_a_guided_failure_is_its_rounds_campaign(tmp_path: Path) -> None:
+    """The failing round is `kreplica fuzz` of its stage and fault mix, its runs and its
+    seed: the command the summary prints finds the same failure."""
+    stages = (Stage("ok", FuzzSetup(), 2 * ROUND_RUNS), Stage("bug", EARLY_ACK, ROUND_RUNS))
+    result = run_guided(stages, 30, 1, shrink=False)
+    reported, failed = result.failure, result.failed_stage
+    assert reported is not None and reported.failure is not None and failed is not None
+    assert failed.name == "bug" and reported.seed == 10001
+    again = run_fuzz(failed.setup, failed.examples, 30, reported.seed, shrink=False)
+    assert again.failure is not None and again.failure.steps == reported.failure.steps
+    words = rerun_options(failed, reported.seed)
+    assert words.startswith("--bug early-ack --no-unclean") and "--seed 10001" in words
+
+
+def test_guided_is_not_a_swarm_option(tmp_path: Path) -> None:
+    result = fuzz("--guided", "--master", "local[1]", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2, result.output
+    assert "give --master or --guided, not both" in one_error_line(result)
