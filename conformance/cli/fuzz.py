@@ -84,8 +84,9 @@ Exit codes:
      EventuallyAnswered); the shrunk run is saved, and the stages after the
      one that failed are not run
   2  bad input: unknown variant, bug or stage, --stages with --variant or
-     --bug, a bad number, an unwritable --out or --corpus; with --master,
-     Spark failed (a master it cannot reach or parse, a lost task)
+     --bug, --guided with --master, a bad number, an unwritable --out or
+     --corpus; with --master, Spark failed (a master it cannot reach or
+     parse, a lost task)
   4  --require-all-actions, and some spec action was never taken
 """
 
