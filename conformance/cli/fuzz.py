@@ -344,7 +344,8 @@ class FuzzProgress:
     "--guided/--unguided",
     default=False,
     show_default=True,
-    help="Hand the runs out in rounds of 30 to the stage and fault mix whose last rounds "
+    help=f"Hand the runs out in rounds of {ROUND_RUNS} to the stage and fault mix whose last "
+    "rounds "
     "reached the most abstract states of the replicas' views the campaign had not seen "
     "(docs/fuzzing.md, 'Guided fuzzing'); not with --master.",
 )
