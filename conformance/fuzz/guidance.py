@@ -6,11 +6,14 @@ committed offset. `abstract_state` keeps exactly those relations, per replica an
 the controller's leader, and forgets the concrete offsets, epochs and record ids, so that a
 campaign's runs fall into a few thousand abstract states (the raw spec states are unbounded).
 
-`Coverage` counts, over a campaign, how often each abstract state was seen, and records the
-number of distinct ones after each run (the coverage curve of docs/fuzzing.md). With
-`kreplica fuzz --guided` each run's score is its rarity (`Coverage.rarity`), which the run hands
-to Hypothesis's `target()`: Hypothesis then mutates the runs that reached rarely seen abstract
-states, steering the search towards what the campaign has not covered yet.
+`Coverage` counts, over a campaign, how often each abstract state was seen, when each was first
+reached, and the number of distinct ones after each run (the coverage curve of docs/fuzzing.md;
+`joint_curve` joins the curves of campaigns run one after the other, such as a campaign's
+stages). `kreplica fuzz --guided` hands a campaign's runs out by the new abstract states each
+stage and fault mix reaches (`guided`). A set-up with `FuzzSetup.guided` hands each run's
+rarity (`Coverage.rarity`) to Hypothesis's `target()` instead, so that Hypothesis mutates the
+runs that reached rarely seen abstract states; that reached fewer abstract states than no
+guidance (docs/fuzzing.md, "Guided fuzzing"), and `kreplica fuzz` no longer does it.
 """
 
 from __future__ import annotations
