@@ -502,10 +502,8 @@ def staged_summary(result: StagedResult, examples: int, paths: tuple[Path, ...] 
         else f"{count}, guided: {examples:,} runs in rounds of {ROUND_RUNS} to the stage and "
         "fault mix that find the most new abstract states"
     )
-    lines = [
-        f"kreplica fuzz: {shared}, seed {result.seed}; "
-        f"{stages[0].setup.describe().split(', ', 1)[1]}",
-    ]
+    options = stages[0].setup.describe().split(", ", 1)[1].split("; invariants")[0]
+    lines = [f"kreplica fuzz: {shared}, seed {result.seed}; {options}"]  # each stage's checks below
     for stage in stages:
         ran = result.of_stage(stage.name)
         if not ran:
