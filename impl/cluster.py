@@ -64,7 +64,7 @@ from kreplica.impl.steps import (
     Tick,
     UncleanShutdown,
 )
-from kreplica.impl.variants import Variant
+from kreplica.impl.variants import NOT_IMPLEMENTED, Variant
 
 START_TIME_MS = 1_000_000
 """Simulated time at cluster creation (so that time 0, Kafka's "never", lies in the past)."""
@@ -94,7 +94,7 @@ class Cluster:
         if not broker_ids or min(broker_ids) < 1:
             raise ValueError("broker ids must be >= 1 (0 is the controller, -1 the client)")
         self.variant = variant or Variant()
-        if self.variant.elr != "off":
+        if self.variant.elr in NOT_IMPLEMENTED["elr"]:
             raise NotImplementedError("elr=on (KIP-966) is not implemented by kreplica.impl")
         self.config = config or BrokerConfig()
         self.broker_ids = tuple(sorted(broker_ids))

@@ -52,6 +52,29 @@ fetch, ALTER_PARTITION, eligible leader replicas). `isr` and `elr` have no spec 
 spec is always `isr=sync`, `elr=off`."""
 
 
+NOT_IMPLEMENTED: Mapping[str, tuple[str, ...]] = {"elr": ("on",)}
+"""Values the registry names and the implementation refuses to run (`Cluster` raises
+NotImplementedError): KIP-966's eligible leader replicas."""
+
+RUNS_AS_DEFAULT: Mapping[str, tuple[str, ...]] = {"truncation": ("fetch-diverging",)}
+"""Values the implementation runs with the default's code, under another name: Kafka 2.7's
+truncation on fetch truncates at the same points as KIP-279 (`replica_fetcher`)."""
+
+
+def distinct_variants() -> tuple[Variant, ...]:
+    """Every variant of one non-default dimension value that the implementation runs with code
+    of its own (not NOT_IMPLEMENTED, not RUNS_AS_DEFAULT), in the registry's order: the
+    protocol variants a campaign must take besides the correct protocol to run all the code."""
+    left_out = {(d, v) for table in (NOT_IMPLEMENTED, RUNS_AS_DEFAULT) for d in table
+                for v in table[d]}  # fmt: skip
+    return tuple(
+        Variant(**{dim: value})  # type: ignore[arg-type]
+        for dim, values in DIMENSIONS.items()
+        for value in values[1:]
+        if (dim, value) not in left_out
+    )
+
+
 def not_in_spec(variant: Variant) -> list[str]:
     """The variant's `dimension=value` choices that the spec does not model."""
     return [

@@ -203,7 +203,8 @@ def test_traces_with_a_hidden_variable_share_only_with_each_other(
     under fetch size 1 against a corpus fetched 2 at a time, so some of them are rejected."""
     corpus = tmp_path / "corpus.jsonl"
     result = CliRunner().invoke(main, [
-        "fuzz", "--examples", "12", "--steps", "20", "--seed", "2", "--corpus", str(corpus),
+        "fuzz", "--stages", "correct", "--examples", "12", "--steps", "20", "--seed", "2",
+        "--corpus", str(corpus),
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
     texts = corpus.read_text(encoding="utf-8").splitlines()[:8]

@@ -75,7 +75,7 @@ CASES = [
     kreplica("bench", "impl", "--rounds", "-1", names="--rounds"),
     kreplica("bench", "impl", "--brokers", "2", names="--brokers"),
     kreplica("bench", "checkpoints", "--examples", "0", names="--examples"),
-    kreplica("bench", "guided", "--seconds", "0", names="--seconds"),
+    kreplica("bench", "search", "--seconds", "0", names="--seconds"),
     kreplica("bench", "kafka", "--schedule", "{tmp}/nope.json", names="{tmp}/nope.json"),
     kreplica("bench", "kafka", "--runs", "0", names="--runs"),
     kreplica("bench", "kafka-agent", "--agent", "{tmp}/nope.jar", names="{tmp}/nope.jar"),
@@ -115,7 +115,7 @@ def test_a_usage_error_points_to_the_subcommands_own_help() -> None:
     )
 
 
-BENCHMARKS = ("impl", "fuzz", "conform", "tlc", "hidden", "checkpoints", "guided", "kafka",
+BENCHMARKS = ("impl", "fuzz", "conform", "tlc", "hidden", "checkpoints", "search", "kafka",
               "kafka-agent", "swarm")  # fmt: skip
 """Every `kreplica bench` subcommand: one per module of kreplica.conformance.bench."""
 

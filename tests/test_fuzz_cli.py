@@ -13,8 +13,14 @@ from kreplica.conformance.tla.itf import read_trace
 
 
 def test_a_clean_campaign_exits_0_and_writes_nothing(tmp_path: Path) -> None:
+    """The default campaign, of stages (tests/test_fuzz_stages.py), and the correct protocol's
+    alone."""
     out = tmp_path / "out"
     result = fuzz("--examples", "20", "--steps", "30", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "no invariant failed in the stages that check them" in result.stdout
+    assert "stages sharing 20 runs, seed 0; 3 replicas" in result.stdout
+    result = fuzz("--stages", "correct", "--examples", "20", "--steps", "30", "--out", str(out))
     assert result.exit_code == 0, result.output
     assert "no invariant failed" in result.stdout
     assert "variant default, 3 replicas" in result.stdout and "seed 0" in result.stdout

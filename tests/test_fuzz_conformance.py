@@ -67,12 +67,14 @@ def copy_stayed(trace: dict[str, Any]) -> bool:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """40 fuzz runs of up to 50 steps, every fault on, seed 4 (the first seed since the local
-    partitions, 2026-11-27, whose runs take every action the test below looks for)."""
+    """40 fuzz runs of the correct protocol of up to 50 steps, every fault on, seed 4 (the
+    first seed since the local partitions, 2026-11-27, whose runs take every action the test
+    below looks for; `--stages correct`: the correct protocol's campaign alone, as `kreplica
+    fuzz` ran it before its default campaign had a stage per variant)."""
     out = tmp_path_factory.mktemp("fuzz")
     path = out / "corpus.jsonl"
     result = cli(
-        "fuzz", "--examples", "40", "--steps", "50", "--seed", "4",
+        "fuzz", "--stages", "correct", "--examples", "40", "--steps", "50", "--seed", "4",
         "--corpus", str(path), "--out", str(out / "failure"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -144,7 +146,8 @@ def test_durable_runs_are_checked_under_their_own_min_isr(tmp_path: Path) -> Non
     refusals.)"""
     path = tmp_path / "corpus.jsonl"
     result = cli(
-        "fuzz", "--examples", "80", "--steps", "40", "--seed", "0", "--no-shrink",
+        "fuzz", "--stages", "correct", "--examples", "80", "--steps", "40", "--seed", "0",
+        "--no-shrink",
         "--corpus", str(path), "--out", str(tmp_path / "f"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -22,8 +22,8 @@ def traces(path: Path) -> list[ItfTrace]:
 
 def test_every_run_is_one_line_with_its_id_and_set_up(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus" / "runs.jsonl"
-    args = ["--examples", "12", "--steps", "25", "--seed", "3", "--replicas", "2"]
-    result = fuzz(*args, "--corpus", str(corpus), "--out", str(tmp_path / "out"))
+    args = ["--stages", "correct", "--examples", "12", "--steps", "25", "--seed", "3"]
+    result = fuzz(*args, "--replicas", "2", "--corpus", str(corpus), "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
     found = traces(corpus)
     assert len(found) >= 12

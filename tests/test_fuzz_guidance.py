@@ -9,7 +9,7 @@ from hypothesis import Phase
 
 from kreplica.conformance.bridge.recorder import SpecRecorder
 from kreplica.conformance.fuzz.campaign import fuzz_settings, run_fuzz
-from kreplica.conformance.fuzz.guidance import Coverage, abstract_state
+from kreplica.conformance.fuzz.guidance import Coverage, abstract_state, joint_curve
 from kreplica.conformance.fuzz.setup import FuzzSetup
 from kreplica.conformance.replay.schedule import TP
 from kreplica.impl.steps import Deliver, DoWork, Produce, Step, Tick
@@ -77,3 +77,13 @@ def test_the_cli_takes_guided_and_names_it(tmp_path: Path) -> None:
     result = fuzz("--guided", "--examples", "5", "--steps", "10", "--no-faults", "--out", out)
     assert result.exit_code == 0, result.output
     assert FuzzSetup(guided=True).name(0).endswith("-guided-s0")
+
+
+def test_the_coverage_of_campaigns_one_after_the_other_counts_each_state_once() -> None:
+    """`joint_curve`: a state is counted when the first campaign that reached it did, each
+    campaign's times shifted by when it started."""
+    first, second = Coverage(), Coverage()
+    first.first_seen.update({("a",): 1.0, ("b",): 2.0})
+    second.first_seen.update({("b",): 0.5, ("c",): 1.0})
+    assert joint_curve([(0.0, first), (3.0, second)]) == [(1.0, 1), (2.0, 2), (4.0, 3)]
+    assert joint_curve([(0.0, second), (1.0, first)]) == [(0.5, 1), (1.0, 2), (2.0, 3)]

@@ -176,7 +176,8 @@ def test_a_campaign_with_failed_log_dirs_conforms(tmp_path: Path) -> None:
     """Runs whose only fault is a failed log dir, every one of them recorded: the spec allows
     each trace (real TLC), and the fault and the halt were taken."""
     corpus = tmp_path / "corpus.jsonl"
-    args = ["fuzz", "--examples", "40", "--steps", "40", "--seed", "0", "--fault", "fail-log-dir"]
+    args = ["fuzz", "--stages", "correct", "--examples", "40", "--steps", "40", "--seed", "0"]
+    args += ["--fault", "fail-log-dir"]
     fuzzed = CliRunner().invoke(main, [*args, "--corpus", str(corpus), "--out", str(tmp_path)])
     assert fuzzed.exit_code == 0, fuzzed.output
     assert "FailLogDir" in fuzzed.output and "HaltOnLogDirFailure" in fuzzed.output

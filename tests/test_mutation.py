@@ -28,6 +28,7 @@ from kreplica.conformance.mutation.campaign import (
     SURVIVED,
     Campaign,
     Outcome,
+    _failed_stage,
     run_baseline,
     run_mutant,
     unmutated_replays,
@@ -279,6 +280,30 @@ def test_a_mutant_of_kip101_code_is_killed_in_the_kip101_stage(tmp_path: Path) -
     outcome = run_mutant(mutant, campaign, tmp_path)
     assert (outcome.verdict, outcome.by) == (KILLED, "conformance (truncation=kip101)"), outcome
     assert outcome.exits["fuzz"] == outcome.exits["conform"] == 0
+
+
+def test_without_variants_the_default_campaign_of_stages_kills_it_in_its_stage(
+    tmp_path: Path,
+) -> None:
+    """`--variants ''`: one `kreplica fuzz` of the default campaign's stages (60 runs each) and
+    one `conform --as-recorded`, which checks the truncation=kip101 stage's traces under that
+    variant and sees the mutant as the stage of its own did (the test above)."""
+    mutant = _mutant("fetcher.py", "true-false", "min(leader_epoch_offset.end_offset, replica_end")
+    campaign = Campaign(examples=60, steps=40, time_limit=300, variants=())
+    outcome = run_mutant(mutant, campaign, tmp_path)
+    assert (outcome.verdict, outcome.by) == (KILLED, "conformance (truncation=kip101)"), outcome
+    assert outcome.exits == {"fuzz": 0, "conform": 1}
+
+
+def test_a_failing_stage_is_read_from_the_fuzz_summary() -> None:
+    """A kill in a stage of the default campaign names the stage: from the fuzz summary's
+    stage line, or from the rejected trace's recorded variant."""
+    summary = "  stage correct: invariants and Kafka's rules; 60 runs; clean\n" + (
+        "  stage isr=alter-partition: invariants and Kafka's rules; 3 runs; failed: TypeOK"
+    )
+    assert _failed_stage(summary) == " (isr=alter-partition)"
+    assert _failed_stage("  stage correct: x; failed: TypeOK") == ""
+    assert _failed_stage("violation TypeOK: no stages here") == ""
 
 
 def test_a_mutant_of_alter_partition_code_is_killed_by_that_variant_s_fuzzer(

@@ -60,13 +60,17 @@ def test_a_line_of_a_corpus_is_addressed_as_conform_prints_it(made: dict[str, Pa
 
 
 def _replayed(path: Path) -> list[int]:
-    return [run("replay", f"{path}:{n}").exit_code for n in range(1, 21)]
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    return [run("replay", f"{path}:{n}").exit_code for n in range(1, lines + 1)]
 
 
 def test_every_recorded_trace_conforms(made: dict[str, Path]) -> None:
     """Before issue 12, 6 of 20 fuzz and 0 of 20 random-walk traces were 'conforms'; with the
-    clock and the steps the spec does not see recorded, every one is."""
-    assert _replayed(made["fuzz"]) + _replayed(made["walks"]) == [0] * 40
+    clock and the steps the spec does not see recorded, every one is. The fuzz corpus is the
+    default campaign's, of stages: each trace replays under the variant it records."""
+    fuzz, walks = _replayed(made["fuzz"]), _replayed(made["walks"])
+    assert len(fuzz) >= 17 and len(walks) == 20
+    assert fuzz + walks == [0] * (len(fuzz) + len(walks))
 
 
 def test_a_recorded_trace_holds_its_hidden_steps_and_clock(made: dict[str, Path]) -> None:

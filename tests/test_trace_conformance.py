@@ -212,11 +212,12 @@ def test_a_controller_failover_and_failures_handled_together_conform() -> None:
 def test_a_follower_whose_leader_is_not_behind_keeps_its_epoch_cache() -> None:
     """Found by a fuzz corpus (`--variant fencing=off`, seed 39, one-rule draws): a follower
     whose records were all deleted (its log starts at its LEO, 2, and so does its one epoch) is
-    answered an out-of-range reset's LATEST with the leader's LEO (3). Kafka 2.6.3's fetchOffsetAndTruncate truncates
-    only when the leader's LEO is below the follower's; otherwise it asks EARLIEST and truncates
-    nothing. The spec's FollowerHandleListOffsetsResponse truncated to the leader's LEO even
-    then, which trims the epoch cache from the follower's LEO (Log.truncateTo at or past the end)
-    and dropped the epoch the implementation kept. The trace is the corpus's, cut after it."""
+    answered an out-of-range reset's LATEST with the leader's LEO (3). Kafka 2.6.3's
+    fetchOffsetAndTruncate truncates only when the leader's LEO is below the follower's;
+    otherwise it asks EARLIEST and truncates nothing. The spec's
+    FollowerHandleListOffsetsResponse truncated to the leader's LEO even then, which trims the
+    epoch cache from the follower's LEO (Log.truncateTo at or past the end) and dropped the
+    epoch the implementation kept. The trace is the corpus's, cut after it."""
     path = FIXTURES / "list-offsets-at-leo-keeps-epoch-cache.itf.json"
     text = path.read_text()
     states = json.loads(text)["states"]

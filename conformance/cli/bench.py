@@ -17,9 +17,9 @@ from rich.table import Table
 
 from kreplica.conformance.bench import checkpoints as checkpoints_bench
 from kreplica.conformance.bench import fuzz as fuzz_bench
-from kreplica.conformance.bench import guided as guided_bench
 from kreplica.conformance.bench import hidden as hidden_bench
 from kreplica.conformance.bench import impl as impl_bench
+from kreplica.conformance.bench import search as search_bench
 from kreplica.conformance.cli.bench_kafka import kafka_agent_command, kafka_command
 from kreplica.conformance.cli.bench_swarm import swarm_command
 from kreplica.conformance.cli.bench_validate import conform_command, tlc_command
@@ -385,20 +385,24 @@ def checkpoints_command(examples: int, steps: int, seed: int) -> int:
     return EXIT_OK
 
 
-# -- guided ----------------------------------------------------------------------------------
+# -- search ----------------------------------------------------------------------------------
 
-GUIDED_EPILOG = (
+SEARCH_EPILOG = (
     """\b
 Examples:
-  kreplica bench guided --seconds 60 --seeds 3 --markdown
-  kreplica bench guided --seconds 5 --seeds 1 --picture out/guided.png
+  kreplica bench search --seconds 60 --seeds 3 --markdown
+  kreplica bench search --seconds 5 --seeds 1 --modes default,correct --picture out/search.png
                                                a quick look
 
-For each seed, two campaigns of the correct protocol with the default set-up,
-one unguided and one --guided, each searching --seconds (or until 3,000 runs):
-each campaign's distinct abstract states against time, drawn into --picture
-(both modes side by side), and the final counts as a table. The default
---picture replaces the one docs/fuzzing.md shows.
+For each seed, one campaign of each mode with the default options, one after
+the other, each searching --seconds (shared by its stages) or until 3,000 runs:
+default (kreplica fuzz: the correct protocol and every variant, a stage each),
+correct (kreplica fuzz --stages correct, the default before issue #44), each
+of them --guided, and correct target (the correct protocol steered by
+Hypothesis's target(), what --guided did before issue #44). Each campaign's
+distinct abstract states against time (over all its stages) is drawn into
+--picture, and the final counts are a table. The default --picture replaces
+the one docs/fuzzing.md shows.
 
 """
     + EXIT_CODES
@@ -406,9 +410,9 @@ each campaign's distinct abstract states against time, drawn into --picture
 
 
 @bench_group.command(
-    name="guided",
-    epilog=GUIDED_EPILOG,
-    short_help="Abstract-state coverage over time, guided or not.",
+    name="search",
+    epilog=SEARCH_EPILOG,
+    short_help="Abstract-state coverage over time: stages or not, guided or not.",
 )
 @click.option(
     "--seconds",
@@ -421,33 +425,49 @@ each campaign's distinct abstract states against time, drawn into --picture
     "--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds 0..N-1."
 )
 @click.option(
+    "--modes",
+    default=",".join(m.name for m in search_bench.MODES),
+    show_default=True,
+    metavar="LIST",
+    help="The modes to run, separated by commas.",
+)
+@click.option(
     "--picture",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("docs/img/guided-coverage.png"),
+    default=Path("docs/img/search-coverage.png"),
     show_default=True,
     help="Where the plot goes.",
 )
 @click.option("--markdown", "as_markdown", is_flag=True, help="Also print a markdown table.")
-def guided_command(seconds: float, seeds: int, picture: Path, as_markdown: bool) -> None:
-    """Plot abstract-state coverage against time for guided and unguided fuzzing."""
+def search_command(
+    seconds: float, seeds: int, modes: str, picture: Path, as_markdown: bool
+) -> None:
+    """Plot abstract-state coverage against time: the default campaign of stages, the correct
+    protocol's alone, each guided or not."""
+    try:
+        chosen = search_bench.modes_named([m.strip() for m in modes.split(",") if m.strip()])
+    except KeyError as err:
+        names = ", ".join(m.name for m in search_bench.MODES)
+        raise click.BadParameter(f"no mode {err}; choose from {names}") from None
     console = Console(highlight=False, width=200)
-    curves = []
-    for curve in guided_bench.coverage_curves(seconds, seeds):
-        found = f"; stopped: {curve.found} failed" if curve.found else ""
+    found = []
+    for curve in search_bench.curves(seconds, seeds, chosen):
+        stopped = f"; stopped: {curve.found} failed" if curve.found else ""
         console.print(
-            f"  {curve.mode} seed {curve.seed}: {curve.final} states, {curve.runs} runs{found}"
+            f"  {curve.mode} seed {curve.seed}: {curve.final} states, {curve.runs} runs, load "
+            f"{curve.load[0]:.1f} to {curve.load[1]:.1f}{stopped}"
         )
-        curves.append(curve)
-    guided_bench.draw(curves, seconds, picture)
+        found.append(curve)
+    search_bench.draw(found, seconds, picture)
     table = Table(title=f"abstract states after {seconds:g} s")
-    for name in guided_bench.COLUMNS:
+    for name in search_bench.COLUMNS:
         table.add_column(name)
-    for row in guided_bench.rows(curves):
+    for row in search_bench.rows(found, seconds):
         table.add_row(*row)
     console.print(table)
     console.print(f"picture: {picture}")
     if as_markdown:
-        markdown = markdown_table(guided_bench.COLUMNS, guided_bench.rows(curves))
+        markdown = markdown_table(search_bench.COLUMNS, search_bench.rows(found, seconds))
         console.print(markdown, soft_wrap=True)
 
 

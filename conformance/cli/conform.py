@@ -254,6 +254,7 @@ def _record(paths: tuple[str, ...], settings: CheckSettings, run: ResultSet) -> 
         "out": str(run.out),
         "variant": _variant(params.variant),
         "bugs": sorted(params.variant.bugs),
+        "as_recorded": params.as_recorded,
         "min_insync_replicas": params.min_insync_replicas,
         "fetch_max_records": params.fetch_max_records,
         "invariants": list(params.invariants),
@@ -328,6 +329,14 @@ def _first_line(err: Exception) -> str:
 )
 @click.option("--bug", "bugs", multiple=True, metavar="NAME", help="Seeded bug in the spec.")
 @click.option(
+    "--as-recorded",
+    is_flag=True,
+    help="Check each trace under the variant and bugs its #meta records (a corpus of kreplica "
+    "fuzz's stages, each run under its own variant); a trace that records none, under "
+    "--variant and --bug. A trace recorded under a variant the spec does not model is an "
+    "error.",
+)
+@click.option(
     "--invariant",
     "invariants",
     multiple=True,
@@ -386,7 +395,7 @@ def conform_command(
     workers: int, variants: tuple[str, ...], bugs: tuple[str, ...], min_isr: int,
     fetch_max_records: int, tlc_timeout: float, reader: str, why: int, spec_dir: Path | None,
     java: str | None, jar: Path | None, confs: tuple[str, ...] = (),
-    invariants: tuple[str, ...] = (),
+    invariants: tuple[str, ...] = (), as_recorded: bool = False,
 ) -> int:  # fmt: skip
     """Check that recorded traces conform to the spec: TLC walks each one.
 
@@ -397,13 +406,15 @@ def conform_command(
     differ from every successor the spec allows, and (--why) the conjunct of the action's
     definition that is false, with the values of the names it mentions. With --invariant, a
     trace the spec allows is also rejected at the first step that no behaviour of the spec
-    takes with the invariant true (docs/conformance.md, "Invariants on a trace").
+    takes with the invariant true (docs/conformance.md, "Invariants on a trace"). Every trace
+    is checked against --variant and --bug (default the correct protocol, so that a buggy
+    run's trace is rejected), or with --as-recorded against the variant it records.
     """
     spec = resolve_spec_dir(spec_dir)
     spark_conf = _spark_conf(confs, no_spark)
     check_output_dir(out, "results to")
     params = _params(variants, bugs, min_isr, fetch_max_records)
-    params = replace(params, invariants=_invariants(invariants, spec))
+    params = replace(params, invariants=_invariants(invariants, spec), as_recorded=as_recorded)
     tlc = TlcOptions(
         java=find_java(java),
         jar=find_tla2tools(jar),

@@ -68,6 +68,7 @@ def _steps(out: Path, suite: str, configs: tuple[str, ...], examples: int, bug: 
     check = ["check", *models, "--jobs", "2", "--out", str(out / "counterexamples"),
              "--json", str(out / "check.json"), *(["--java", java] if java else [])]  # fmt: skip
     fuzz = ["fuzz", "--examples", str(examples), "--seed", "0"]
+    correct_fuzz = [*fuzz, "--stages", "correct"]  # the correct protocol alone, as titled
     correct = corpus / "correct.jsonl"
     buggy = corpus / f"bug-{bug}.jsonl"
     return [
@@ -81,7 +82,7 @@ def _steps(out: Path, suite: str, configs: tuple[str, ...], examples: int, bug: 
         Step(
             "fuzz-correct",
             "fuzz the correct protocol",
-            (*fuzz, "--corpus", str(correct), "--out", str(out / "fuzz" / "correct")),
+            (*correct_fuzz, "--corpus", str(correct), "--out", str(out / "fuzz" / "correct")),
             outputs=(correct,),
             clean=(correct, out / "fuzz" / "correct"),
         ),

@@ -44,7 +44,10 @@ and, if the fuzzer found nothing, `kreplica conform C --no-spark --workers 1`;
 then the same for each of --variants with `--variant V --rules-only` and
 `conform --variant V`, whose traces must conform to the spec under V (for a
 variant the spec does not model, such as isr=alter-partition, `fuzz --variant V`
-with its checks on, and no conform).
+with its checks on, and no conform); the first fuzz is then `--stages correct`.
+With --variants '' the fuzz is kreplica fuzz's default campaign of stages (the
+correct protocol and every variant, --examples runs each) and the conform
+`--as-recorded`.
 results.json in --out is rewritten after every mutant; run the same command
 again to resume. Mutants argued equivalent in
 conformance/mutation/equivalent.toml are listed, not run, and left out of the
@@ -114,8 +117,11 @@ def _lock(folder: Path) -> int:
 @click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="Most steps per fuzz run (kreplica fuzz --steps).")  # fmt: skip
 @click.option("--variants", default=",".join(Campaign().variants), show_default=True,
-              help="Protocol variants whose runs must pass too, comma-separated ('' for "
-              "none): conform if the spec models one, else the fuzzer's checks.")  # fmt: skip
+              help="Protocol variants whose runs must pass too, comma-separated: conform if "
+              "the spec models one, else the fuzzer's checks; the first stage is then the correct "
+              "protocol's alone (fuzz --stages correct). '' for none: kreplica fuzz's default "
+              "campaign of stages alone, --examples runs per stage, then conform "
+              "--as-recorded.")  # fmt: skip
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report as Markdown to this file.")  # fmt: skip
 @click.option("--equivalent", "equivalent_path", type=click.Path(path_type=Path),

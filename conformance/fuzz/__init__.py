@@ -10,8 +10,12 @@ set-up that hunts it), `corpus_writer` (every run's trace as a JSON line), `rand
 (cheap random-walk corpora), `reproducible` (a seeded campaign that depends on its seed
 alone), `settle` (the settle phase: once the faults stop, the cluster settles and is judged
 by `judges.liveness`),
-`guidance` (abstract states and a run's rarity, for `--guided`), `swarm` (a campaign as a
-swarm of seeded campaigns, a Spark task each: `kreplica fuzz --master`).
+`guidance` (abstract states, a run's rarity, a campaign's coverage of them), `guided` (`--guided`:
+a campaign's runs handed out in rounds to the stage and fault mix that find the most new
+abstract states), `stages` (the default
+campaign's stages: the correct protocol and every variant, each judged by the checks that hold
+for it), `swarm` (a campaign as a swarm of seeded campaigns, a Spark task per seed and stage:
+`kreplica fuzz --master`).
 
 May import: `kreplica.conformance.replay`, `.judges`, `.bridge`, `.spark` (for `swarm`), `.tla`,
 `.errors`, and `kreplica.impl`.

@@ -6,11 +6,14 @@ committed offset. `abstract_state` keeps exactly those relations, per replica an
 the controller's leader, and forgets the concrete offsets, epochs and record ids, so that a
 campaign's runs fall into a few thousand abstract states (the raw spec states are unbounded).
 
-`Coverage` counts, over a campaign, how often each abstract state was seen, and records the
-number of distinct ones after each run (the coverage curve of docs/fuzzing.md). With
-`kreplica fuzz --guided` each run's score is its rarity (`Coverage.rarity`), which the run hands
-to Hypothesis's `target()`: Hypothesis then mutates the runs that reached rarely seen abstract
-states, steering the search towards what the campaign has not covered yet.
+`Coverage` counts, over a campaign, how often each abstract state was seen, when each was first
+reached, and the number of distinct ones after each run (the coverage curve of docs/fuzzing.md;
+`joint_curve` joins the curves of campaigns run one after the other, such as a campaign's
+stages). `kreplica fuzz --guided` hands a campaign's runs out by the new abstract states each
+stage and fault mix reaches (`guided`). A set-up with `FuzzSetup.guided` hands each run's
+rarity (`Coverage.rarity`) to Hypothesis's `target()` instead, so that Hypothesis mutates the
+runs that reached rarely seen abstract states; that reached fewer abstract states than no
+guidance (docs/fuzzing.md, "Guided fuzzing"), and `kreplica fuzz` no longer does it.
 """
 
 from __future__ import annotations
@@ -94,6 +97,9 @@ class Coverage:
     started: float = field(default_factory=time.perf_counter)
     curve: list[tuple[float, int]] = field(default_factory=list)
     """(seconds since the campaign started, distinct abstract states) after each run."""
+    first_seen: dict[AbstractState, float] = field(default_factory=dict)
+    """Seconds since the campaign started when each abstract state was first reached (at the
+    end of the run that reached it), for a curve over several campaigns (`joint_curve`)."""
 
     def rarity(self, run: Iterable[AbstractState]) -> float:
         """A run's score: the sum, over the distinct abstract states it reached, of 1 / (1 +
@@ -106,6 +112,22 @@ class Coverage:
         before it is counted)."""
         states = set(run)
         score = self.rarity(states)
+        now = time.perf_counter() - self.started
+        for state in states - self.seen.keys():
+            self.first_seen[state] = now
         self.seen.update(states)
-        self.curve.append((time.perf_counter() - self.started, len(self.seen)))
+        self.curve.append((now, len(self.seen)))
         return score
+
+
+def joint_curve(parts: Iterable[tuple[float, Coverage]]) -> list[tuple[float, int]]:
+    """The distinct abstract states of campaigns run one after the other, against time: each
+    campaign's coverage with the seconds from the first one's start to its own start; a point
+    where the count grows."""
+    first: dict[AbstractState, float] = {}
+    for offset, coverage in parts:
+        for state, seconds in coverage.first_seen.items():
+            at = offset + seconds
+            if state not in first or at < first[state]:
+                first[state] = at
+    return [(at, n) for n, at in enumerate(sorted(first.values()), start=1)]

@@ -162,3 +162,27 @@ class Campaign:
     """The campaign's part of each run's trace id."""
     max_gap: int = 20
     """The longest gap between two faults, or two records: max steps / (max_faults + 1)."""
+
+
+def merged_stats(parts: Sequence[RunStats]) -> RunStats:
+    """The counters of several campaigns summed, as one campaign's `RunStats` (for the
+    summary's totals and action mix of a swarm or of a campaign's stages; its clock fields
+    mean nothing)."""
+    total = RunStats(seed=parts[0].seed if parts else 0)
+    total.time_limit = parts[0].time_limit if parts else None
+    actions: Counter[str] = Counter()
+    changes: Counter[int] = Counter()
+    seen: Coverage = Coverage()
+    for part in parts:
+        total.runs += part.runs
+        total.steps += part.steps
+        total.impl_steps += part.impl_steps
+        total.failing_runs += part.failing_runs
+        total.settle_steps += part.settle_steps
+        total.multi_epoch_truncations += part.multi_epoch_truncations
+        total.timed_out = total.timed_out or part.timed_out
+        actions.update(part.actions)
+        changes.update(part.leader_changes)
+        seen.seen.update(part.coverage.seen)
+    total.actions, total.leader_changes, total.coverage = actions, changes, seen
+    return total

@@ -123,7 +123,9 @@ class FuzzSetup:
     only_faults: frozenset[str] = frozenset()
     """Allow only these faults (names of FAULTS); empty: every fault the flags above allow."""
     guided: bool = False
-    """Steer Hypothesis towards rarely reached abstract states (`guidance`)."""
+    """Hand each run's rarity to Hypothesis's `target()` (`guidance`): what `kreplica fuzz
+    --guided` did before it handed out rounds instead (`guided`); kept for the library and
+    `kreplica bench search`, which measures it."""
     deletes: bool = True
     """Clients delete records below the leader's HW (DeleteRecords), in half the runs."""
     rules: bool = False

@@ -1,18 +1,21 @@
 """A fuzz campaign as a swarm on Spark (`kreplica fuzz --master URL --seeds N`): N seeded
-campaigns, one Spark task each, gathered on the driver.
+campaigns, each stage of each one Spark task, gathered on the driver.
 
-Contract: the task of seed S runs exactly the campaign `kreplica fuzz --seed S` runs with the
-same options (`campaign.run_fuzz`: its runs, its shrinking and minimising of its first
-failure), which depends on its seed alone (`reproducible`), so it does the same on any
-executor. It returns its `FuzzResult` and, with a corpus, the lines its `CorpusWriter` wrote
-(to a file of the executor's own, read back as bytes). The driver appends the corpora in seed
-order, so the corpus of a swarm is byte for byte the corpora of `kreplica fuzz --seed S
---corpus C` run one after the other for each seed; it sums the counters (`SwarmResult.stats`);
-and it reports the failure of the lowest seed that failed (`SwarmResult.failure`): whichever
-executor finishes first, the same command reports, and saves, the same failure, which
-`kreplica fuzz --seed S` finds again. Every seed's campaign runs to its own end (its first
-failure, its examples, or its time limit); none is cancelled when another fails, which a
-byte-identical corpus needs.
+Contract: the tasks of seed S run exactly the campaign `kreplica fuzz --seed S` runs with the
+same options: one task per stage of it (`stages.plan`; a campaign of `--variant` or `--bug`
+has one stage), each the stage's `campaign.run_fuzz` (its runs, its shrinking and minimising
+of its first failure), which depends on its seed and stage alone (`reproducible`), so it does
+the same on any executor. A task returns its `FuzzResult` and, with a corpus, the lines its
+`CorpusWriter` wrote (to a file of the executor's own, read back as bytes). The driver takes
+each seed's stages in order up to the first that failed, as `kreplica fuzz --seed S` stops
+there (the later stages' tasks ran too, and are set aside, `SwarmResult.set_aside`), and
+appends their corpora in seed order, so the corpus of a swarm is byte for byte the corpora of
+`kreplica fuzz --seed S --corpus C` run one after the other for each seed; it sums the
+counters (`SwarmResult.stats`); and it reports the failure of the lowest seed that failed
+(`SwarmResult.failure`, that seed's first failing stage): whichever executor finishes first,
+the same command reports, and saves, the same failure, which `kreplica fuzz --seed S` finds
+again. Every task runs to its own end (its first failure, its examples, or its time limit);
+none is cancelled when another fails, which a byte-identical corpus needs.
 
 What a task needs reaches the executors as every kreplica job ships it: kreplica as a zip
 (`spark.ship`), and Hypothesis (with its compiled module) and sortedcontainers as an archive of
@@ -34,7 +37,6 @@ import tempfile
 import threading
 import time
 import zlib
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,9 +45,9 @@ from typing import Any
 from kreplica.conformance.errors import CheckerError, KreplicaError
 from kreplica.conformance.fuzz.campaign import FuzzResult, run_fuzz
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.guidance import Coverage
-from kreplica.conformance.fuzz.runs import RunStats
+from kreplica.conformance.fuzz.runs import RunStats, merged_stats
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.fuzz.stages import Stage, single
 from kreplica.conformance.spark import (
     JOB_GROUP,
     Progress,
@@ -81,23 +83,30 @@ class Swarm:
     """Seconds each seed's campaign may search without a failure (`run_fuzz`'s)."""
     conf: Mapping[str, str] = field(default_factory=dict)
     """Spark properties (`--conf KEY=VALUE`), e.g. spark.pyspark.python on a cluster."""
+    stages: tuple[Stage, ...] = ()
+    """The stages of each seed's campaign (`stages.plan`, sharing `examples` and
+    `time_limit`), a task each; empty: the one stage of `setup`, with all of them."""
+
+    @property
+    def plan(self) -> tuple[Stage, ...]:
+        """The stages each seed runs."""
+        return self.stages or single(self.setup, self.examples, self.time_limit)
 
 
 @dataclass(frozen=True)
 class SeedJob:
-    """What every task runs: the campaign of `kreplica fuzz`, less its seed."""
+    """What every task runs: a stage of the campaign of `kreplica fuzz`, less its seed."""
 
-    setup: FuzzSetup
-    examples: int
+    stages: tuple[Stage, ...]
     max_steps: int
     shrink: bool
-    time_limit: float | None
     corpus: bool
 
 
 @dataclass(frozen=True)
 class SeedCampaign:
-    """What one task sends back: its seed's result, and its corpus (compressed lines)."""
+    """What one task sends back: its seed's and stage's result, and its corpus (compressed
+    lines)."""
 
     result: FuzzResult
     corpus: bytes = b""
@@ -113,19 +122,23 @@ class SwarmResult:
 
     swarm: Swarm
     results: tuple[FuzzResult, ...]
+    """Each seed's stages in order, up to its first failing one; the seeds in order."""
     stats: RunStats
-    """The seeds' counters summed (`merged_stats`)."""
+    """The counters of `results` summed (`merged_stats`)."""
     seconds: float
     """Wall seconds of the Spark job: from submitting the tasks until the last came back."""
     startup: float
     """Wall seconds before it: starting (or reusing) the SparkContext, shipping kreplica."""
     task_seconds: float
-    """The seeds' campaigns' own wall seconds, summed."""
+    """The tasks' campaigns' own wall seconds, summed (those set aside too)."""
     task_cpu_seconds: float = 0.0
     """The CPU seconds the tasks spent on their campaigns, summed: on a machine of its own,
     about `task_seconds`; on a shared one, what the swarm got of its cores."""
     traces: int = 0
     """Traces appended to the corpus."""
+    set_aside: int = 0
+    """Tasks run but not counted: stages after their seed's first failing stage, which
+    `kreplica fuzz --seed S` does not run."""
 
     @property
     def failed(self) -> list[FuzzResult]:
@@ -159,14 +172,9 @@ def run_swarm(
     cannot be written; KeyboardInterrupt on Ctrl-C, the job cancelled."""
     if not swarm.seeds:
         raise KreplicaError("a swarm needs one seed at least")
-    job = SeedJob(
-        swarm.setup,
-        swarm.examples,
-        swarm.max_steps,
-        swarm.shrink,
-        swarm.time_limit,
-        corpus is not None,
-    )
+    plan = swarm.plan
+    job = SeedJob(plan, swarm.max_steps, swarm.shrink, corpus is not None)
+    tasks = [(seed, index) for seed in swarm.seeds for index in range(len(plan))]
     started = time.perf_counter()
     try:
         sc = spark_context(swarm.master, swarm.conf)
@@ -181,43 +189,57 @@ def run_swarm(
     restore = on_interrupt(lambda: cancel_job(sc, interrupted))
     try:
         task = functools.partial(call_shipped, archive, TASK, pickle.dumps(job))
-        campaigns = _run_job(sc, swarm.seeds, task, interrupted, progress)
+        campaigns = _run_job(sc, tasks, task, interrupted, progress)
     finally:
         restore()
     seconds = time.perf_counter() - started - startup
+    kept = taken(campaigns, len(plan))
     traces = 0
-    for campaign in campaigns:  # in seed order
+    for campaign in kept:  # in seed order, each seed's stages in order
         if corpus is not None and campaign.traces:
             corpus.append_lines(zlib.decompress(campaign.corpus), campaign.traces)
             traces += campaign.traces
-    results = tuple(c.result for c in campaigns)
+    results = tuple(c.result for c in kept)
     return SwarmResult(
         swarm,
         results,
         merged_stats([r.stats for r in results]),
         seconds,
         startup,
-        sum(r.seconds for r in results),
+        sum(c.result.seconds for c in campaigns),
         sum(c.cpu_seconds for c in campaigns),
         traces,
+        len(campaigns) - len(kept),
     )
+
+
+def taken(campaigns: Sequence[SeedCampaign], stages: int) -> list[SeedCampaign]:
+    """The tasks' campaigns (seed by seed, each seed's `stages` in order) that
+    `kreplica fuzz --seed S` runs: each seed's stages up to the first that failed."""
+    kept: list[SeedCampaign] = []
+    for first in range(0, len(campaigns), stages):
+        for campaign in campaigns[first : first + stages]:
+            kept.append(campaign)
+            if campaign.result.failure is not None:
+                break
+    return kept
 
 
 def _run_job(
     sc: Any,
-    seeds: Sequence[int],
-    task: Callable[[Iterator[int]], Iterator[SeedCampaign]],
+    tasks: Sequence[tuple[int, int]],
+    task: Callable[[Iterator[tuple[int, int]]], Iterator[SeedCampaign]],
     interrupted: threading.Event,
     progress: Progress | None,
 ) -> list[SeedCampaign]:
-    """One task per seed, in seed order (Spark starts the partitions in order); the tasks'
-    campaigns in seed order. KeyboardInterrupt if a Ctrl-C came (`interrupted`)."""
-    watcher = watch_tasks(sc, len(seeds), progress) if progress is not None else None
+    """One task per (seed, stage), in that order (Spark starts the partitions in order); the
+    tasks' campaigns in that order. KeyboardInterrupt if a Ctrl-C came (`interrupted`)."""
+    watcher = watch_tasks(sc, len(tasks), progress) if progress is not None else None
     try:
         if interrupted.is_set():  # a Ctrl-C while the job was being set up: do not start it
             raise KeyboardInterrupt
         sc.setJobGroup(JOB_GROUP, "fuzz campaigns", interruptOnCancel=True)
-        rdd = sc.parallelize(list(seeds), len(seeds))
+        rdd = sc.parallelize(list(tasks), len(tasks))
         found: list[SeedCampaign] = rdd.mapPartitions(task).collect()
     except Exception as err:  # not a KeyboardInterrupt, which is no Exception: it goes on up
         if interrupted.is_set():
@@ -229,7 +251,7 @@ def _run_job(
     if interrupted.is_set():
         raise KeyboardInterrupt
     if progress is not None:
-        progress(len(seeds), len(seeds))
+        progress(len(tasks), len(tasks))
     return found
 
 
@@ -238,30 +260,33 @@ TASK = "kreplica.conformance.fuzz.swarm:campaigns"
 executor's `sys.path`: this module imports it)."""
 
 
-def campaigns(seeds: Iterator[int], job: SeedJob) -> Iterator[SeedCampaign]:
-    """A Spark task: the campaign of each of its seeds (one, as the driver splits them)."""
-    for seed in seeds:
-        yield run_seed(seed, job)
+def campaigns(tasks: Iterator[tuple[int, int]], job: SeedJob) -> Iterator[SeedCampaign]:
+    """A Spark task: the campaign of each of its (seed, stage) pairs (one, as the driver
+    splits them)."""
+    for seed, stage in tasks:
+        yield run_seed(seed, job, stage)
 
 
-def run_seed(seed: int, job: SeedJob) -> SeedCampaign:
-    """The campaign of `kreplica fuzz --seed SEED` with the job's options, and its corpus (as a
-    `CorpusWriter` wrote it to a file of this executor's, compressed): the unit of a swarm,
-    run by a task (or in process, by tests)."""
+def run_seed(seed: int, job: SeedJob, stage: int = 0) -> SeedCampaign:
+    """Stage `stage` of the campaign of `kreplica fuzz --seed SEED` with the job's options, and
+    its corpus (as a `CorpusWriter` wrote it to a file of this executor's, compressed; none
+    for a stage that keeps none): the unit of a swarm, run by a task (or in process, by
+    tests)."""
+    plan = job.stages[stage]
     with tempfile.TemporaryDirectory(prefix="kreplica-swarm-") as directory:
         path = Path(directory) / "corpus.jsonl"
-        writer = CorpusWriter(path) if job.corpus else None
+        writer = CorpusWriter(path) if job.corpus and plan.corpus else None
         cpu = time.process_time()
         try:
             result = run_fuzz(
-                job.setup,
-                job.examples,
+                plan.setup,
+                plan.examples,
                 job.max_steps,
                 seed,
                 None,
                 job.shrink,
                 writer,
-                job.time_limit,
+                plan.time_limit,
             )
         finally:
             if writer is not None:
@@ -270,26 +295,3 @@ def run_seed(seed: int, job: SeedJob) -> SeedCampaign:
         data = zlib.compress(path.read_bytes(), 1) if writer is not None else b""
     result = replace(result, stats=replace(result.stats, on_run=None))
     return SeedCampaign(result, data, writer.written if writer is not None else 0, cpu)
-
-
-def merged_stats(parts: Sequence[RunStats]) -> RunStats:
-    """The counters of several campaigns summed, as one campaign's `RunStats` (for the
-    summary's totals and action mix; its clock fields mean nothing)."""
-    total = RunStats(seed=parts[0].seed if parts else 0)
-    total.time_limit = parts[0].time_limit if parts else None
-    actions: Counter[str] = Counter()
-    changes: Counter[int] = Counter()
-    seen: Coverage = Coverage()
-    for part in parts:
-        total.runs += part.runs
-        total.steps += part.steps
-        total.impl_steps += part.impl_steps
-        total.failing_runs += part.failing_runs
-        total.settle_steps += part.settle_steps
-        total.multi_epoch_truncations += part.multi_epoch_truncations
-        total.timed_out = total.timed_out or part.timed_out
-        actions.update(part.actions)
-        changes.update(part.leader_changes)
-        seen.seen.update(part.coverage.seen)
-    total.actions, total.leader_changes, total.coverage = actions, changes, seen
-    return total

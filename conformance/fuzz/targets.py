@@ -41,23 +41,38 @@ class Target:
 
     def options(self) -> list[str]:
         """The `kreplica fuzz` options of the set-up (the defaults left out)."""
-        s, default = self.setup, FuzzSetup()
-        out = [f"--bug {self.word}" if self.word in BUGS else f"--variant {self.word}"]
-        if s.replicas != default.replicas:
-            out.append(f"--replicas {s.replicas}")
-        switches = [("faults", "--no-faults"), ("unclean", "--no-unclean")]
-        switches.append(("network", "--no-network-faults"))
-        switches.append(("deletes", "--no-delete-records"))
-        out += [flag for name, flag in switches if not getattr(s, name)]
-        out += [f"--fault {k.replace('_', '-')}" for k in FAULTS if k in s.only_faults]
-        if s.max_faults != default.max_faults:
-            out.append(f"--max-faults {s.max_faults}")
-        return out
+        return setup_options(self.setup)
 
     def command(self, seed: int | None = None) -> str:
         """The command line that runs this target's campaign."""
         words = ["kreplica fuzz", *self.options()]
         return " ".join(words if seed is None else [*words, f"--seed {seed}"])
+
+
+def setup_options(setup: FuzzSetup) -> list[str]:
+    """The `kreplica fuzz` options that run a campaign of `setup` (the defaults left out): its
+    variant and bugs, the set-up's other fields, and its checks."""
+    s, default = setup, FuzzSetup()
+    out = [
+        f"--variant {f.name}={getattr(s.variant, f.name)}"
+        for f in fields(s.variant)
+        if f.name != "bugs" and getattr(s.variant, f.name) != getattr(default.variant, f.name)
+    ]
+    out += [f"--bug {bug}" for bug in sorted(s.variant.bugs)]
+    if s.replicas != default.replicas:
+        out.append(f"--replicas {s.replicas}")
+    switches = [("faults", "--no-faults"), ("unclean", "--no-unclean")]
+    switches.append(("network", "--no-network-faults"))
+    switches.append(("deletes", "--no-delete-records"))
+    out += [flag for name, flag in switches if not getattr(s, name)]
+    out += [f"--fault {k.replace('_', '-')}" for k in FAULTS if k in s.only_faults]
+    if s.max_faults != default.max_faults:
+        out.append(f"--max-faults {s.max_faults}")
+    if not s.invariants:
+        out.append("--rules-only" if s.rules else "--no-invariants")
+    if s.guided:
+        out.append("--guided")
+    return out
 
 
 def _target(word: str, why: str, breaks: frozenset[str], **setup: Any) -> Target:

@@ -13,7 +13,18 @@ model (isr=alter-partition) has no spec to conform to, so its stage is `kreplica
 V ...` with the fuzzer's checks on (it is a safe protocol: they hold for it). The variants' code
 (truncation to the HW and the out-of-range reset, R9; unclean elections; KIP-101's end offsets
 without epochs, R6; an ISR change answered later, KIP-497; requests without the current leader
-epoch, KIP-320) is shared with the correct protocol's, and no other campaign reaches it.
+epoch, KIP-320) is shared with the correct protocol's, and no other campaign reaches it. The
+first stage is then the correct protocol's alone (`fuzz --stages correct`), as it was before
+`kreplica fuzz` had stages.
+
+With no `variants` (`kreplica mutate --variants ''`) the campaign is `kreplica fuzz`'s own
+default of stages (issue #44: the correct protocol and every variant the implementation runs,
+each judged by what holds for it, docs/fuzzing.md): one `kreplica fuzz --examples N --steps 50
+--seed S --corpus C --no-shrink` with N = `examples` times its stages, so that each stage runs
+`examples` runs with the same seed, exactly the runs of the variant stages above, then one
+`kreplica conform C --as-recorded ...`, each trace under the variant it records (the stages the
+spec does not model write none). A kill in a variant's stage is reported `fuzz (V)` or
+`conformance (V)` as above.
 Verdicts:
 
     killed      fuzz exited 1 (an invariant failed, a step raised, a run did not settle), or
@@ -49,12 +60,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from kreplica.conformance.mutation.operators import Mutant
 from kreplica.conformance.mutation.overlay import build_overlay, overlay_env
 from kreplica.conformance.tla.tlc import death_signal
-from kreplica.impl.variants import not_in_spec, parse_variant
+from kreplica.impl.variants import distinct_variants, not_in_spec, parse_variant
 
 KILLED = "killed"
 TIMEOUT = "timeout"
@@ -86,7 +98,13 @@ class Campaign:
         "acks=1",
     )
     """Protocol variants (`kreplica fuzz --variant`) whose runs must pass too: a variant the
-    spec models by conformance, one it does not by the fuzzer's own checks."""
+    spec models by conformance, one it does not by the fuzzer's own checks. None: `kreplica
+    fuzz`'s default campaign of stages alone (`FUZZ_STAGES`)."""
+
+
+FUZZ_STAGES = 1 + len(distinct_variants())
+"""The stages of `kreplica fuzz`'s default campaign: the correct protocol and each variant of
+`variants.distinct_variants` (`fuzz.stages.STAGE_NAMES`)."""
 
 
 @dataclass(slots=True)
@@ -267,7 +285,8 @@ def _stages(
     o: Outcome,
     mutated: bool = True,
 ) -> None:
-    """The correct protocol's stage, then each variant's, until one does not survive."""
+    """The correct protocol's stage (or, without variants, every stage of `kreplica fuzz`'s
+    default campaign), then each variant's, until one does not survive."""
     for variant in (None, *campaign.variants):
         where = work / (variant or "default").replace("=", "-")
         _stage(campaign, variant, where, env, deadline, o, mutated)
@@ -312,11 +331,14 @@ def _stage(
     replays is an error."""
     work.mkdir()
     corpus = work / "corpus.jsonl"
+    staged = variant is None and not campaign.variants  # kreplica fuzz's stages
     chosen = [] if variant is None else ["--variant", variant]
+    chosen_fuzz = chosen if variant is not None or staged else ["--stages", "correct"]
     modelled = variant is None or not not_in_spec(parse_variant([variant]))
+    examples = campaign.examples * (FUZZ_STAGES if staged else 1)
     fuzz_args = [
-        "fuzz", "--examples", str(campaign.examples), "--steps", str(campaign.steps),
-        "--seed", str(campaign.seed), "--no-shrink", "--out", str(work / "fuzz"), *chosen,
+        "fuzz", "--examples", str(examples), "--steps", str(campaign.steps),
+        "--seed", str(campaign.seed), "--no-shrink", "--out", str(work / "fuzz"), *chosen_fuzz,
         *(["--corpus", str(corpus)] if modelled else []),
         *([] if variant is None or not modelled else ["--rules-only"]),
     ]  # fmt: skip
@@ -324,15 +346,40 @@ def _stage(
     code, text = _run(fuzz_args, work, env, deadline)
     o.exits["fuzz" + where] = code
     if code != 0:
-        _judge_fuzz(code, text, where, work, deadline, o, mutated)
+        _judge_fuzz(code, text, where or _failed_stage(text), work, deadline, o, mutated)
         return
     if not modelled:
         return
     conform_args = ["conform", str(corpus), "--no-spark", "--workers", "1", "--why", "0", *chosen]
+    conform_args += ["--as-recorded"] if staged else []
     code, text = _run([*conform_args, "--out", str(work / "conform")], work, env, deadline)
     o.exits["conform" + where] = code
     if code != 0:
         _judge_conform(code, text, where, work, deadline, o, mutated)
+
+
+def _failed_stage(text: str) -> str:
+    """` (V)` for the variant stage V whose failure `kreplica fuzz`'s summary of stages
+    reports (`  stage V: ...; failed: ...`), "" for the correct protocol's or none."""
+    for line in text.splitlines():
+        head, _, tail = line.strip().partition(": ")
+        if head.startswith("stage ") and "; failed: " in tail:
+            name = head.removeprefix("stage ")
+            return "" if name == "correct" else f" ({name})"
+    return ""
+
+
+def _recorded_stage(corpus_line: str) -> str:
+    """` (V)` for a corpus trace (`PATH:LINE`) recorded under a variant V, "" for the correct
+    protocol's or one that cannot be read."""
+    path, _, number = corpus_line.rpartition(":")
+    try:
+        with open(path, encoding="utf-8") as lines:
+            line = next(islice(lines, int(number) - 1, None))
+        label = json.loads(line)["#meta"]["variant"]
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return ""
+    return "" if label == "default" or not isinstance(label, str) else f" ({label})"
 
 
 def _judge_fuzz(
@@ -358,6 +405,7 @@ def _judge_conform(
 ) -> None:
     """The verdict of a conform stage that did not pass (exit `code`, output `text`)."""
     trace_id, violation = _violation(work / "conform") if code in (1, 2) else ("", "")
+    where = where or _recorded_stage(trace_id)
     if code == 2 and violation:  # exit 2 outranks 1: some traces unchecked, some violate
         violation = f"{violation} (and: {_last_line(text, 'could not be checked')})"
     killed = code == 1 or bool(violation)

@@ -48,9 +48,9 @@ from kreplica.conformance.tla.vocabulary import (
 )
 from kreplica.conformance.validate import invariants, prefixes, tlcdata
 from kreplica.conformance.validate.shapes import ShapeError, check_shapes
-from kreplica.conformance.validate.sources import UNREADABLE, variant_note
+from kreplica.conformance.validate.sources import UNREADABLE, recorded_variant, variant_note
 from kreplica.conformance.validate.trace_events import hidden, trace_events
-from kreplica.impl.variants import Variant
+from kreplica.impl.variants import Variant, VariantError, not_in_spec, parse_variant
 
 TRACE_MODULE = "KafkaReplicationTrace"
 SPEC_MODULE = "KafkaReplication"
@@ -115,6 +115,9 @@ class SpecParams:
     invariants: tuple[str, ...] = ()
     """The spec's state predicates every state of a trace must satisfy (`--invariant`), by
     name (`invariant_names`); none: the trace is checked as a behaviour only."""
+    as_recorded: bool = False
+    """Check each trace under the variant and bugs its #meta records (`variant_for`), and one
+    that records none under `variant` (`kreplica conform --as-recorded`)."""
 
 
 UNKNOWN = -1
@@ -194,6 +197,29 @@ def _malformed_at(text: str) -> tuple[int | None, str | None]:
     last = states[-1]
     keys = list(_VARIABLE_KEY.finditer(head, last.end()))
     return int(last.group(1)), keys[-1].group(1) if keys else None
+
+
+def variant_for(text: str, params: SpecParams) -> Variant:
+    """The variant a trace is checked under: `params.variant`, or with `params.as_recorded`
+    the one its #meta records (`sources.recorded_variant`), if it records one.
+    TraceInputError for a recorded variant the registry does not know or the spec does not
+    model (isr=alter-partition: there is nothing to check its steps against)."""
+    label = recorded_variant(text) if params.as_recorded else None
+    if label is None:
+        return params.variant
+    words = [w for w in label.split(",") if w and w != "default"]
+    bugs = [w.removeprefix("bug=") for w in words if w.startswith("bug=")]
+    try:
+        variant = parse_variant([w for w in words if not w.startswith("bug=")], bugs)
+    except VariantError as err:
+        raise TraceInputError(f"recorded variant {printable(label)}: {err}") from None
+    unmodelled = not_in_spec(variant)
+    if unmodelled:
+        raise TraceInputError(
+            f"recorded under {', '.join(unmodelled)}, which the spec does not model: there is "
+            "nothing to check it against"
+        )
+    return variant
 
 
 def _check_vocabulary(trace: ItfTrace, trace_id: str) -> None:
@@ -846,20 +872,21 @@ def _check_group(
 def check_texts(items: Iterable[tuple[str, str]], settings: CheckSettings) -> list[TraceResult]:
     """Check (id, ITF JSON text) pairs: one result per item, in order, whatever happens."""
     results: dict[int, TraceResult] = {}
-    groups: dict[tuple[int, int], list[tuple[int, Prepared]]] = {}
+    groups: dict[tuple[int, int, Variant], list[tuple[int, Prepared]]] = {}
     notes: dict[int, str] = {}
-    checked_against = settings.params.variant.label()
     for index, (trace_id, text) in enumerate(items):
-        notes[index] = variant_note(text, checked_against)
+        notes[index] = ""
         try:
+            variant = variant_for(text, settings.params)
+            notes[index] = variant_note(text, variant.label())
             p = prepare(trace_id, text, fast=settings.reader is not None)
         except Exception as err:  # this trace's own error row
             results[index] = _error_row(Prepared(trace_id, 0, 0, text), err)
             continue
         min_isr = settings.params.min_insync_replicas if p.min_isr is None else p.min_isr
-        groups.setdefault((p.replicas, min_isr), []).append((index, p))
-    for (_, min_isr), group in groups.items():
-        params = replace(settings.params, min_insync_replicas=min_isr)
+        groups.setdefault((p.replicas, min_isr, variant), []).append((index, p))
+    for (_, min_isr, variant), group in groups.items():
+        params = replace(settings.params, min_insync_replicas=min_isr, variant=variant)
         checked = _check_group([p for _, p in group], replace(settings, params=params))
         for (index, _), result in zip(group, checked, strict=True):
             results[index] = result

@@ -49,6 +49,7 @@ from kreplica.conformance.validate.tracecheck import (
     full_prepare,
     printed_values,
     tlc_config,
+    variant_for,
     write_batch,
 )
 
@@ -582,6 +583,7 @@ def _why_of(
 ) -> Why | None:
     p = full_prepare(trace_id, text)
     params = replace(settings.params, invariants=())  # the step the action does not explain
+    params = replace(params, variant=variant_for(text, params))
     if p.min_isr is not None:
         params = replace(params, min_insync_replicas=p.min_isr)
     states = p.trace.states
