@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from kreplica.conformance import spark
+
+
+def wait_for_command_line(pid: int, word: str) -> None:
+    """Until the process's command line names `word`: a child just forked still shows its
+    parent's until it execs, and a busy machine widens that window."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    deadline = time.monotonic() + 30
+    while word.encode() not in cmdline.read_bytes():
+        assert time.monotonic() < deadline, f"process {pid} never named {word}"
+        time.sleep(0.01)
 
 
 def test_no_directory_no_archive() -> None:
@@ -26,6 +37,7 @@ def test_a_draft_is_written_then_put_in_place_once_no_jvm_writes_it(tmp_path: Pa
     busy.write_bytes(b"half")
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(busy)])
     try:
+        wait_for_command_line(writer.pid, str(busy))
         options = spark.archive_options(tmp_path)
         archive = Path(options[0].split("=", 1)[1])
         assert options[0].startswith("-XX:SharedArchiveFile=")

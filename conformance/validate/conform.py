@@ -71,6 +71,7 @@ from kreplica.conformance.validate.sources import (
     batches,
     local_files,
     plan,
+    recorded_variant,
     split_file,
     variant_note,
 )
@@ -79,8 +80,10 @@ from kreplica.conformance.validate.tracecheck import (
     SPEC_MODULE,
     SPEC_MODULES,
     CheckSettings,
+    SpecParams,
     TraceResult,
     check_texts,
+    variant_for,
 )
 from kreplica.conformance.validate.why import explain_rejections
 
@@ -106,10 +109,10 @@ def check_run(run: list[Place], settings: CheckSettings) -> Numbered:
     by TLC again: it gets that one's row, with its own id and variant note, unless that row is
     an error's (which may name its trace), and then it is checked itself."""
     texts = read_places(run)
-    first: dict[Sight, int] = {}
+    first: dict[tuple[Sight, str | None], int] = {}
     same: dict[int, int] = {}
     for i, text in enumerate(texts):
-        key = sight(text)
+        key = _repeat_key(text, settings.params)
         if key is not None and key in first:
             same[i] = first[key]
         elif key is not None:
@@ -117,12 +120,21 @@ def check_run(run: list[Place], settings: CheckSettings) -> Numbered:
     rows = _checked(run, texts, [i for i in range(len(run)) if i not in same], settings)
     rows |= _checked(run, texts, [i for i, j in same.items() if rows[j]["verdict"] == ERROR],
                      settings)  # fmt: skip
-    label = settings.params.variant.label()
     for i, j in same.items():
         if i not in rows:
-            note = variant_note(texts[i], label)
+            note = variant_note(texts[i], variant_for(texts[i], settings.params).label())
             rows[i] = {**rows[j], "trace_id": printable(run[i].trace_id), "note": note}
     return [(p.number, rows[i]) for i, p in enumerate(run)]
+
+
+def _repeat_key(text: str, params: SpecParams) -> tuple[Sight, str | None] | None:
+    """What a repeat shares with the trace it repeats: all the checker reads (`runs.sight`)
+    and, with --as-recorded, the variant its #meta records, which it is checked under (a
+    variant's trace may repeat the correct protocol's step for step, and be judged otherwise)."""
+    seen = sight(text)
+    if seen is None:
+        return None
+    return seen, recorded_variant(text) if params.as_recorded else None
 
 
 def _checked(run: list[Place], texts: list[str], chosen: list[int], settings: CheckSettings
