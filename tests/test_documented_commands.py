@@ -134,7 +134,13 @@ def test_a_documented_command_names_what_exists(doc: Documented) -> None:
             assert value in suites, f"no suite {value}"
         elif name in ("bugs", "bug"):
             bugs.append(value)
-        elif name in ("variants", "variant", "assignments"):
+        elif name == "variants":  # kreplica mutate: a list of variants, each run alone ('': none)
+            for one in filter(None, value.split(",")):
+                try:
+                    parse_variant([one], [])
+                except VariantError as err:
+                    pytest.fail(str(err))
+        elif name in ("variant", "assignments"):
             variants.append(value)
         elif name in ("report", "json_path", "out", "corpus"):
             written = Path(value)
