@@ -246,9 +246,11 @@ def _interrupted_run(
     run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env, start_new_session=True)  # fmt: skip
     try:
-        wait_for(lambda: _tlc_running(mark), "a TLC process of the run", limit=120)
+        # the run, a worker and a TLC process, seen at once (one TLC process may end, and
+        # the next start, between two looks at the process table)
+        wait_for(lambda: _tlc_running(mark) and len(_marked(mark)) >= 3,
+                 "a worker and a TLC process of the run", limit=120)  # fmt: skip
         assert run.poll() is None, "the run ended before it was interrupted"
-        assert len(_marked(mark)) >= 3, "no worker or TLC process is running"
         signalled = time.monotonic()
         if whole_group:
             os.killpg(run.pid, signal.SIGINT)
