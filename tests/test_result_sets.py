@@ -234,8 +234,9 @@ def _interrupted_run(
     run alone, or its whole process group as a terminal does; the rows reach `--out` only at
     the end), and return how it ended. It must stop at once (about 0.2 s; awaiting the batches
     in flight took 4-5 s), leaving no staging directory and no process it started (workers,
-    TLC). Under Spark (local[2]) the run has 10 s to cancel its job, kill its checkers and stop
-    Spark's JVM."""
+    TLC). Under Spark (local[2]) the run has 10 s to cancel its job, kill its workers and
+    checkers and stop Spark's JVM (about 0.5 s; sweeping for TLC processes four times over,
+    0.5 s apart, took 4 s quiet and 10.2 s in CI)."""
     path = write_corpus(tmp_path / "big.jsonl", walks(2, 20, seed=9) * 40)
     runner = ["--master", "local[2]"] if spark else ["--no-spark", "--workers", "2"]
     args = [KREPLICA, "conform", str(path), *runner,

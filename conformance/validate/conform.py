@@ -30,7 +30,6 @@ import os
 import shutil
 import signal
 import threading
-import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
@@ -532,24 +531,42 @@ def _collect(
     return found
 
 
-def _kill_checkers(master: str, rounds: int = 4, pause: float = 0.5) -> None:
-    """In local mode, after a cancelled job: kill this driver's TLC processes, a few times over
-    (a worker being stopped may still start one). Only processes whose environment names this
-    driver are touched."""
+def _kill_checkers(master: str) -> None:
+    """In local mode, after a cancelled job: freeze this driver's PySpark workers (the daemon
+    first, which forks them), so none starts a TLC process more, then kill what they started
+    and them, as `_stop_pool` does; last, any TLC process of this driver left without its
+    worker. Only processes whose environment names this driver are touched; Spark's JVM is
+    left to stop itself."""
     if not master.startswith("local") or not Path("/proc").is_dir():
         return
+    workers = _marked_processes(b"pyspark")
+    for pid in workers:
+        _signal(pid, signal.SIGSTOP)
+    children = _children()
+    for pid in workers:
+        for child in _descendants(pid, children):
+            _signal(child, signal.SIGKILL)
+        _signal(pid, signal.SIGKILL)
+    for pid in _marked_processes(b"tlc2.TLC"):
+        _signal(pid, signal.SIGKILL)
+
+
+def _marked_processes(word: bytes) -> list[int]:
+    """The processes, this one aside, whose command line holds `word` and whose environment
+    names this driver (`DRIVER_ENV`), parents (lower pids) first as far as pids tell."""
     mark = f"{DRIVER_ENV}={os.getpid()}".encode()
-    for _ in range(rounds):
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                command = (entry / "cmdline").read_bytes()
-                if b"tlc2.TLC" in command and mark in (entry / "environ").read_bytes().split(b"\0"):
-                    _signal(int(entry.name), signal.SIGKILL)
-            except OSError:
-                continue
-        time.sleep(pause)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if word in (entry / "cmdline").read_bytes() and mark in (
+                (entry / "environ").read_bytes().split(b"\0")
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def _fresh(directory: Path) -> Path:
