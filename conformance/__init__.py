@@ -34,7 +34,7 @@ import. Imports flow one way, down this list, and never up or sideways:
                a task imports) shipped to the executors, a failed job in one line, Ctrl-C
     errors     (a module) the exceptions every room raises and the CLI's exit codes
 
-Rule and scenario numbers (R1-R22, S1-S14) in docstrings are explained in docs/kafka-rules.md;
+Rule and scenario numbers (R1-R23, S1-S14) in docstrings are explained in docs/kafka-rules.md;
 docs/architecture.md draws the rooms and what flows between them.
 
 `ROOMS` below is that graph as data; `tests/test_layout.py` reads every module's imports and

@@ -213,22 +213,18 @@ class Controller:
         return changed
 
     def on_broker_startup(self, broker_id: int) -> list[Outgoing]:
-        """A broker registered: send it the current state, then elect offline partitions."""
+        """A broker registered: send it the state of every partition it hosts, an offline one's
+        too (leader NoLeader), then elect the offline partitions (R22). Kafka 2.6.3's
+        onBrokerStartup moves each replica on the broker to OnlineReplica, which sends it its
+        partition's leadership whatever the leader; the broker then hosts even an offline
+        partition, whose HW stays in its checkpoint file (makeFollowers, KAFKA-1647)."""
         # A bounce (the controller still saw the old session): handle the failure first, and
         # send what that failure changed (its LeaderAndIsr requests) before the start-up's.
         bounced = self.on_broker_failure(broker_id) if broker_id in self.live_brokers else []
         self.live_brokers.add(broker_id)
-        by_broker: dict[int, list[LeaderAndIsrPartitionState]] = {}
-        offline: list[TopicPartition] = []
-        for tp in sorted(self.partitions):
-            reg = self.partitions[tp]
-            if broker_id not in reg.replicas:
-                continue
-            if reg.leader == NO_LEADER:
-                offline.append(tp)
-            else:
-                by_broker.setdefault(broker_id, []).append(self._state(tp))
-        self._send_leader_and_isr(by_broker)
+        hosted = [tp for tp in sorted(self.partitions) if broker_id in self.partitions[tp].replicas]
+        self._send_leader_and_isr({broker_id: [self._state(tp) for tp in hosted]})
+        offline = [tp for tp in hosted if self.partitions[tp].leader == NO_LEADER]
         elected = [tp for tp in offline if self.offline_partition_leader_election(tp)]
         self._propagate(elected)
         return bounced + self._drain()

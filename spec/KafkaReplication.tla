@@ -898,8 +898,9 @@ ControllerDetectFailure(r) ==
 \* KafkaController.onBrokerStartup for a running broker r whose ZooKeeper
 \* session expired (ControllerDetectFailure while it ran): it registers with a
 \* new session once it reaches ZooKeeper again.  As for a Restart, the
-\* controller sends r the partition's state, or elects a leader if the
-\* partition is offline; r itself keeps its state (its process never stopped).
+\* controller sends r the partition's state (an offline one's too, R23), and
+\* elects a leader if the partition is offline; r itself keeps its state (its
+\* process never stopped).
 Reregister(r) ==
     /\ LossyNetwork /\ r \in alive /\ r \notin ctrlLive
     /\ LET live == ctrlLive \cup {r}
@@ -912,8 +913,7 @@ Reregister(r) ==
            /\ ctrlIsr' = IF elect THEN e.isr ELSE ctrlIsr
            /\ ctrlEpoch' = epoch
            /\ msgs' = msgs
-                 \cup (IF ctrlLeader # NoLeader
-                       THEN {LeaderAndIsr(r, ctrlEpoch, ctrlLeader, ctrlIsr)} ELSE {})
+                 \cup {LeaderAndIsr(r, ctrlEpoch, ctrlLeader, ctrlIsr)}
                  \cup (IF elect THEN Propagate(live, alive, epoch, e.leader, e.isr) ELSE {})
     /\ Act("Reregister", [replica |-> r])
     /\ UNCHANGED hwCheckpoint
@@ -1062,9 +1062,11 @@ HaltOnLogDirFailure(r) ==
 \* than the HW it had (Partition.createLog), kept between its log start offset
 \* and its LEO (Log.updateHighWatermark).  A
 \* controller that still saw its old session treats the restart as a bounce:
-\* onBrokerFailure first.  It then sends the broker the partition's state, or,
-\* if the partition is offline, runs the offline election, which the broker
-\* may now win.
+\* onBrokerFailure first.  It then sends the broker the partition's state, an
+\* offline partition's too (leader NoLeader: the OnlineReplica transition sends
+\* whatever leader there is, and the broker hosts the Partition, so its HW stays
+\* in its checkpoint file; R23), and, if the partition is offline, runs the
+\* offline election, which the broker may now win.
 Restart(r) ==
     /\ r \notin alive
     /\ LET f == IF r \in ctrlLive THEN OnBrokerFailure(r)
@@ -1084,8 +1086,7 @@ Restart(r) ==
            /\ ctrlEpoch' = epoch
            /\ msgs' = msgs
                  \cup (IF f.bump THEN Propagate(ctrlLive \ {r}, alive, bounced, f.leader, f.isr) ELSE {})
-                 \cup (IF f.leader # NoLeader THEN {LeaderAndIsr(r, bounced, f.leader, f.isr)}
-                       ELSE {})
+                 \cup {LeaderAndIsr(r, bounced, f.leader, f.isr)}
                  \cup (IF elect THEN Propagate(live, alive \cup {r}, epoch, e.leader, e.isr) ELSE {})
     /\ epochCache' = [epochCache EXCEPT ![r] = TruncateFromEnd(@, LEO(r))]
     /\ hw' = [hw EXCEPT ![r] = Max2(LogStart(r), Min2(hwCheckpoint[r], LEO(r)))]

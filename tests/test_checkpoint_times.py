@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from recorder_helpers import TP, replicated
 
+from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED
 from kreplica.conformance.bridge.recorder import SpecRecorder
 from kreplica.conformance.judges.checked_steps import Judge, apply_checked
+from kreplica.conformance.replay.schedule import read_schedule
 from kreplica.impl.replica_manager import ReplicaManager
 from kreplica.impl.steps import CheckpointHighWatermarks, Crash, Restart, Tick
 
@@ -43,3 +47,26 @@ def test_a_write_between_runs_is_named() -> None:
     found = apply_checked(judge, Tick(1_000))  # the next run is due at 5 s
     assert found is not None and found[0] == "HwCheckpointOnTime"
     assert "broker 1's checkpoint holds HW 0, expected 1" in found[1]
+
+
+OFFLINE_RESTART = (
+    Path(__file__).parent / "fixtures" / "schedules"
+    / "restart-while-offline-keeps-hw-checkpoint.schedule.json"
+)  # fmt: skip
+
+
+def test_a_broker_restarted_while_its_partition_is_offline_keeps_its_hw_checkpointed() -> None:
+    """Broker 1 restarts while t-0 is offline and it cannot win the election; the controller
+    still sends it t-0's state (leader -1, R23), so it hosts t-0 with its checkpointed HW, and
+    the checkpoint task, started by its local partition's LeaderAndIsr, writes HW 1 again (it
+    wrote a file without t-0 before: HwCheckpointOnTime)."""
+    schedule = read_schedule(OFFLINE_RESTART)
+    judge = Judge(SpecRecorder(schedule.cluster(), TP, {}))
+    for step in schedule.steps:
+        assert apply_checked(judge, step) is None, step
+    state = judge.recorder.state
+    assert state["ctrlLeader"] == NO_LEADER and state["alive"] == frozenset({1, 3})
+    no_epoch = -1  # it hosts t-0 (not NOT_HOSTED) but has accepted no leader epoch
+    assert state["leaderEpoch"][0] == no_epoch != NOT_HOSTED
+    assert isinstance(schedule.steps[-1], Tick)  # the task ran: its file holds t-0's HW
+    assert state["hwCheckpoint"][0] == state["hw"][0] == 1

@@ -158,8 +158,9 @@ def test_a_wrong_share_of_the_limit_is_named() -> None:
 
 
 def test_a_leader_and_isr_of_a_local_partition_alone_is_no_spec_action() -> None:
-    """Broker 3 restarts: the controller sends it t-0's state, then elects its local
-    partition in a request of its own, which the recorder leaves hidden."""
+    """Broker 3 restarts: the controller sends it the state of both its partitions, its
+    local one offline (leader -1, R23), then elects the local one in a request of its own,
+    which the recorder leaves hidden."""
     judged = recorder()
     for step in (Crash(3), DetectFailure(3)):
         assert apply_checked(judged, step) is None
@@ -167,7 +168,7 @@ def test_a_leader_and_isr_of_a_local_partition_alone_is_no_spec_action() -> None
     assert apply_checked(judged, Restart(3)) is None
     queue = judged.recorder.cluster.network.queue((0, 3))
     assert [[s.tp for s in e.payload.partition_states] for e in queue] == [
-        [SPEC_TP],
+        [local_partition(3), SPEC_TP],
         [local_partition(3)],
     ]
     events = judged.recorder.apply(Deliver(0, 3, 0))

@@ -154,7 +154,8 @@ def test_startup_sends_current_state_to_the_broker_and_bounce_is_failure_then_st
 
 
 def test_bounce_sends_the_failures_leader_and_isr_before_the_startups() -> None:
-    """A bounced sole-ISR leader: offline in epoch 1 (told to the others), re-elected in 2."""
+    """A bounced sole-ISR leader: offline in epoch 1 (told to the others), then told its
+    offline partition (the OnlineReplica transition, R23), then re-elected in 2."""
     c = controller(replicas=(1, 2))
     c.partitions[TP].isr = (1,)
     out = c.on_broker_startup(1)
@@ -164,8 +165,24 @@ def test_bounce_sends_the_failures_leader_and_isr_before_the_startups() -> None:
         if isinstance(o.payload, LeaderAndIsrRequest)
         for s in o.payload.partition_states
     ]
-    assert sent == [(2, 1, -1), (1, 2, 1), (2, 2, 1)]
+    assert sent == [(2, 1, -1), (1, 1, -1), (1, 2, 1), (2, 2, 1)]
     assert registration(c)[:2] == (1, 2)
+
+
+def test_a_broker_that_starts_while_its_partition_is_offline_is_told_so() -> None:
+    """Kafka 2.6.3's onBrokerStartup sends a starting broker the state of every partition it
+    hosts, an offline one's too (leader -1), so that it hosts the partition and its HW stays
+    in its checkpoint file (R23); the offline election, which it cannot win here, sends
+    nothing more."""
+    c = controller()
+    isr_of_one_then_leader_lost(c)  # ISR (1,), no leader, every broker down
+    before = registration(c)
+    out = c.on_broker_startup(2)
+    assert registration(c) == before
+    assert [(o.dst, [(s.leader, s.leader_epoch) for s in o.payload.partition_states])
+            for o in out if isinstance(o.payload, LeaderAndIsrRequest)] == [
+        (2, [(-1, before[1])])
+    ]  # fmt: skip
 
 
 def test_alter_partition_is_fenced_by_epoch_version_and_leadership() -> None:
