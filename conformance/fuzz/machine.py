@@ -5,7 +5,7 @@ verbs are what can happen in a cluster: a producer sends a record, a consumer re
 follower's fetcher runs, the network delivers, reorders, drops or duplicates a message or
 partitions two nodes, time passes, a leader shrinks its ISR, a broker crashes, loses power or
 restarts, the controller detects a failure or elects a leader. Hypothesis sees one rule,
-`act`: each step it draws a kind among the kinds enabled now (`KINDS`, `enabled`), and the
+`act`: each step it draws a kind among the kinds enabled now (`KINDS`, `draw_kind`), and the
 verb of that kind takes one of the steps the simulator has enabled now (`CHOICES`), by an
 index drawn too, so that a failing run shrinks. Each draw is one integer choice of the test
 case (`hypothesis_shim`): Hypothesis evaluates no precondition and draws no rule, which was
@@ -491,18 +491,37 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     @rule()
     def act(self) -> None:
-        """One step of the run: draw a kind among the kinds of step enabled now (`enabled`,
-        about evenly), then its arguments (`TAKE`), and take it. Hypothesis draws nothing
-        else a step (`hypothesis_shim.draw_the_one_rule`), and each draw is one integer
-        choice of the test case, which shrinks to the first kind of `KINDS`, the first step.
-        The kind's choice has the same bounds at every step (a pick, modulo the kinds
-        enabled): Hypothesis makes most runs by mutating earlier ones, and a choice replayed
-        where its bounds have changed so that it no longer fits becomes the simplest, which
-        would favour the first kinds (the faults come last) over the others."""
+        """One step of the run: draw a kind of step (`draw_kind`), then its arguments
+        (`TAKE`), and take it. Hypothesis draws nothing else a step
+        (`hypothesis_shim.draw_the_one_rule`), and each draw is one integer choice of the test
+        case, which shrinks to 0: the first kind of `KINDS`, the first step."""
         if self._draw is None:
             self._draw = integer_drawer()
-        kinds = self.enabled()
-        TAKE[kinds[self._draw(0, PICK_MAX) % len(kinds)]](self, self._draw)
+        TAKE[self.draw_kind(self._draw)](self, self._draw)
+
+    def draw_kind(self, draw: IntegerDrawer) -> str:
+        """A kind of step with a step to take now, about evenly among them, drawn as
+        Hypothesis drew a rule when each kind was a rule of its own (a filtered
+        `sampled_from`): up to three tries of a kind of `KINDS`, each taken if it has a step
+        (a few questions, not all); then one of the enabled kinds not tried, by a pick
+        modulo their number. A choice means the same kind in every state, so that the runs
+        Hypothesis makes by mutating earlier ones repeat the kinds that made them."""
+        tried: list[str] = []
+        for _ in range(3):
+            kind = KINDS[draw(0, len(KINDS) - 1)]
+            if kind not in tried:
+                if kind in self._now_enabled():
+                    return kind
+                tried.append(kind)
+        rest = [k for k in self.enabled() if k not in tried]
+        return rest[draw(0, PICK_MAX) % len(rest)]
+
+    def _now_enabled(self) -> _Enabled:
+        """Whether each kind has a step now, asked once per kind and step."""
+        found = self._now.get("may")
+        if found is None:
+            found = self._now["may"] = _Enabled(self)
+        return found
 
     def enabled(self) -> list[str]:
         """The kinds of step (`KINDS`) the run may take now: a verb with a step to take."""
@@ -510,10 +529,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         if found is None:
             if self._kinds_of[0] is not self.kinds:  # the plan set the run's kinds
                 self._kinds_of = (self.kinds, [k for k in KINDS if k in self.kinds or k in VERBS])
-            faults = self._may_fault()  # else no fault has a step: not asked one by one
-            found = self._now["enabled"] = [
-                k for k in self._kinds_of[1] if (faults or k not in COSTLY_KINDS) and self._may(k)
-            ]
+            may = self._now_enabled()
+            found = self._now["enabled"] = [k for k in self._kinds_of[1] if k in may]
         return found
 
     def _may(self, kind: str) -> bool:
@@ -744,6 +761,31 @@ class ReplicationMachine(RuleBasedStateMachine):
         self._choose("elect", pick)
 
 
+class _Enabled:
+    """Whether a kind of step has a step to take in a machine's current state: `kind in it`,
+    each kind asked of the machine once (a fault only if the fault budget allows one now)."""
+
+    __slots__ = ("_answers", "_faults", "_machine")
+
+    def __init__(self, machine: ReplicationMachine) -> None:
+        self._machine = machine
+        self._answers: dict[str, bool] = {}
+        self._faults: bool | None = None
+
+    def __contains__(self, kind: object) -> bool:
+        assert isinstance(kind, str)
+        found = self._answers.get(kind)
+        if found is None:
+            m = self._machine
+            found = kind in VERBS or kind in m.kinds
+            if found and kind in COSTLY_KINDS:
+                if self._faults is None:
+                    self._faults = m._may_fault()
+                found = self._faults
+            found = self._answers[kind] = found and m._may(kind)
+        return found
+
+
 # ---------------------------------------------------------------- what the one rule takes
 
 
@@ -778,47 +820,33 @@ def _drawn(draw: IntegerDrawer, options: tuple[Any, ...]) -> Any:
 TICKS = (*TICK_MS, TO_NEXT_DEADLINE)
 """The tick rule's clock advances."""
 
-TAKE: dict[str, Callable[[ReplicationMachine, IntegerDrawer], None]] = {
-    "change_leader": _take_pick("change_leader"),
-    "deliver": _take_pick("deliver"),
-    "fetch": _take_pick("fetch"),
+ORDER = (
+    "change_leader", "checkpoint", "crash", "delete_records", "deliver", "detect_failure",
+    "drop", "duplicate", "elect", "fail_log_dir", "fetch", "flush", "halt_on_log_dir_failure",
+    "heal", "isolate", "reorder", "restart", "shrink_isr", "tick", "unclean_shutdown",
+    "list_offsets", "consume", "produce", "refused_produce",
+)  # fmt: skip
+"""The kinds of step in the order Hypothesis sorted them when each was a rule of its own (by
+target bundle, number of arguments, name), so that a choice picks the kind it picked then."""
+
+SPECIAL: dict[str, Callable[[ReplicationMachine, IntegerDrawer], None]] = {
     "produce": _take_produce,
     "refused_produce": _take_refused_produce,
     "consume": _take_consume,
     "list_offsets": lambda m, draw: m.list_offsets(draw(0, PICK_MAX), bool(draw(0, 1))),
     "tick": lambda m, draw: m.tick(_drawn(draw, TICKS)),
-    **{
-        kind: _take_pick(kind)
-        for kind in (
-            "shrink_isr",
-            "reorder",
-            "delete_records",
-            "drop",
-            "duplicate",
-            "isolate",
-            "heal",
-            "crash",
-            "fail_log_dir",
-            "halt_on_log_dir_failure",
-            "unclean_shutdown",
-            "flush",
-            "checkpoint",
-            "restart",
-            "detect_failure",
-            "elect",
-        )
-    },
+}
+
+TAKE: dict[str, Callable[[ReplicationMachine, IntegerDrawer], None]] = {
+    kind: SPECIAL.get(kind) or _take_pick(kind) for kind in ORDER
 }
 """How the one rule (`ReplicationMachine.act`) takes a step of each kind: it draws the verb's
-arguments, one integer choice each, in the order the verb takes them, and calls it."""
+arguments, one integer choice each, in the order the verb takes them, and calls it. A verb
+that chooses among its enabled steps draws a pick."""
 
 VERBS = frozenset({"produce", "refused_produce", "consume", "list_offsets", "tick"})
 """The kinds of step that are no rule of CHOICES: the client's and the clock's, always allowed."""
 
-KINDS = tuple(TAKE)
-"""The kinds of step the one rule draws among, in this order (each verb of the machine): a
-failing run shrinks towards the first ones, the scheduling of replication, and away from
-faults. Planned leader changes come first, where they were when Hypothesis drew among one
-rule per kind (it sorted the rules by name): Hypothesis draws the simplest choice, 0, more often
-than any other (about one time in ten among ten), and a planned change, enabled only where
-its run's plan allows one now, took that share; otherwise delivering a message does."""
+KINDS = ORDER
+"""The kinds of step the one rule draws among (`ReplicationMachine.draw_kind`), each a verb of
+the machine. A failing run shrinks towards the first."""
