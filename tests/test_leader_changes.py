@@ -113,7 +113,7 @@ def test_half_the_runs_plan_leader_changes_and_the_campaign_makes_them() -> None
     """Half the plans have two or three changes; a small default campaign moves the leader in
     a quarter of its runs at least (half of them plan changes)."""
     assert sorted(LEADER_CHANGES) == [0, 0, 2, 3]
-    stats = run_fuzz(FuzzSetup(), examples=60, max_steps=40, shrink=False).stats
+    stats = run_fuzz(FuzzSetup(), examples=120, max_steps=40, shrink=False).stats
     runs = sum(stats.leader_changes.values())
     moved = sum(n for changes, n in stats.leader_changes.items() if changes >= 1)
     assert moved >= runs // 4, stats.leader_changes

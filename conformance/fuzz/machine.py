@@ -1,14 +1,18 @@
 """The fuzzer: a Hypothesis state machine drives the simulator; the judges judge every step.
 
 `ReplicationMachine` is a `RuleBasedStateMachine` over partition t-0 on replicas 1..n. Its
-rules are what can happen in a cluster: a producer sends a record, a consumer reads, a
+verbs are what can happen in a cluster: a producer sends a record, a consumer reads, a
 follower's fetcher runs, the network delivers, reorders, drops or duplicates a message or
 partitions two nodes, time passes, a leader shrinks its ISR, a broker crashes, loses power or
-restarts, the controller detects a failure or elects a leader. Each rule takes one of the
-steps the simulator has enabled now (`CHOICES`), by an index Hypothesis draws, so that a
-failing run shrinks. Every step goes through the recorder, so every run is an ITF trace in
-the spec's vocabulary, and through the run's `Judge` (`judges.checked_steps.apply_checked`):
-the invariants after every spec action, Kafka's rules on the clock, the client's answers.
+restarts, the controller detects a failure or elects a leader. Hypothesis sees one rule,
+`act`: each step it draws a kind among the kinds enabled now (`KINDS`, `draw_kind`), and the
+verb of that kind takes one of the steps the simulator has enabled now (`CHOICES`), by an
+index drawn too, so that a failing run shrinks. Each draw is one integer choice of the test
+case (`hypothesis_shim`): Hypothesis evaluates no precondition and draws no rule, which was
+half of a step's time when each verb was a rule of its own. Every step goes through the
+recorder, so every run is an ITF trace in the spec's vocabulary, and through the run's
+`Judge` (`judges.checked_steps.apply_checked`): the invariants after every spec action,
+Kafka's rules on the clock, the client's answers.
 Every run ends by settling the cluster (`settle`): the faults end, replication catches up,
 and a run whose cluster does not (no leader, a follower behind, a produce never answered)
 fails like an invariant (`judges.liveness`).
@@ -18,8 +22,8 @@ like a small spec config: a few records and faults (at most `max_faults`), maybe
 only, maybe no flushes, and a priority per node. The machine follows it: faults strike only
 just after the replication state moved (`plan.stirred_by`), scheduling rules favour
 high-priority nodes (`plan.urgency`), and a fault may be a change point of the priorities.
-The two touches of Hypothesis's internals (keeping every rule on, seeing a stopped run) go
-through `hypothesis_shim`.
+The touches of Hypothesis's internals (one rule drawn without a choice, bare integer choices,
+seeing a stopped run) go through `hypothesis_shim`.
 
 The rooms around it: `setup.FuzzSetup` says what a campaign allows, `choices.CHOICES` which
 enabled steps each rule may take, `runs.Campaign` what the runs of a campaign share.
@@ -29,8 +33,8 @@ failing run is then minimised step by step (`replay.schedule.minimize`) and come
 schedule. With a corpus (`corpus_writer.CorpusWriter`) every generated run's trace is appended
 as one JSON line.
 
-This module stays over 600 lines: Hypothesis's rules must be methods of the one state-machine
-class, one per thing that can happen in a cluster, and a reader finds them side by side; what
+This module stays over 600 lines: the verbs are methods of the one state-machine class, one
+per thing that can happen in a cluster, and a reader finds them side by side; what
 stands apart (the plan, the choices, the settle phase, the campaign's counters) has a module
 of its own."""
 
@@ -43,14 +47,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis import target
-from hypothesis.stateful import (
-    Bundle,
-    RuleBasedStateMachine,
-    consumes,
-    initialize,
-    precondition,
-    rule,
-)
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS, local_partition
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, log_start_of
@@ -64,7 +61,12 @@ from kreplica.conformance.fuzz.choices import (
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusError
 from kreplica.conformance.fuzz.guidance import AbstractState, abstract_state
-from kreplica.conformance.fuzz.hypothesis_shim import keep_every_rule_on, stopped_by_hypothesis
+from kreplica.conformance.fuzz.hypothesis_shim import (
+    IntegerDrawer,
+    draw_the_one_rule,
+    integer_drawer,
+    stopped_by_hypothesis,
+)
 from kreplica.conformance.fuzz.plan import (
     UNLIMITED,
     Budget,
@@ -89,6 +91,7 @@ from kreplica.conformance.fuzz.setup import (
     COSTLY_KINDS,
     FETCH_MAX_RECORDS,
     PICK,
+    PICK_MAX,
     SCHEDULING_KINDS,
     TICK_MS,
     TO_NEXT_DEADLINE,
@@ -161,21 +164,9 @@ the first record). The follower fetches stay unparked (`CONFIG`), as the spec an
 # ---------------------------------------------------------------- the state machine
 
 
-def _can(kind: str) -> Callable[[ReplicationMachine], bool]:
-    """A precondition: the rule `kind` has a step to take. Hypothesis asks it about 15 times
-    a step (with the other rules'), so it reads the step's cached choices first; and it stays
-    a lambda, which Hypothesis describes (it does at each evaluation) faster than a named
-    function."""
-    return lambda machine: bool(
-        machine.choices(kind) if (found := machine._choices.get(kind)) is None else found
-    )
-
-
 class ReplicationMachine(RuleBasedStateMachine):
     """One run of `campaign`: a cluster, its recorder, and rules that each apply one choice
     of the fuzzer."""
-
-    produced = Bundle("produced")
 
     def __init__(self, campaign: Campaign | None = None) -> None:
         super().__init__()
@@ -203,10 +194,13 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.priority = natural_priorities(self._nodes())
         self.change_points = False
         self._faulting = False
-        # Hypothesis's swarm testing switches rules off for a whole run at random. A run
-        # without `deliver` or `fetch` cannot make progress, so every rule stays on here
-        # (`plan` varies the faults of each run instead).
-        keep_every_rule_on(self)
+        self.produced: list[int] = []
+        """The records produced that no consumer has read yet (`consume` reads one)."""
+        self._draw: IntegerDrawer | None = None
+        """Draws this run's choices (`act`)."""
+        draw_the_one_rule(self)  # `act` draws the kind of step, not Hypothesis
+        self._kinds_of: tuple[frozenset[str], list[str]] = (frozenset(), [])
+        """The run's kinds (`kinds`) and the `KINDS` among them: what `enabled` asks about."""
         self.stats.run_started()
         self.run = self.stats.runs
         self.violation: Violation | None = None
@@ -493,10 +487,67 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.judge = Judge(self.recorder)
         self._now = {}
 
+    # ------------------------------------------------------------ the one rule
+
+    @rule()
+    def act(self) -> None:
+        """One step of the run: draw a kind of step (`draw_kind`), then its arguments
+        (`TAKE`), and take it. Hypothesis draws nothing else a step
+        (`hypothesis_shim.draw_the_one_rule`), and each draw is one integer choice of the test
+        case, which shrinks to 0: the first kind of `KINDS`, the first step."""
+        if self._draw is None:
+            self._draw = integer_drawer()
+        TAKE[self.draw_kind(self._draw)](self, self._draw)
+
+    def draw_kind(self, draw: IntegerDrawer) -> str:
+        """A kind of step with a step to take now, about evenly among them, drawn as
+        Hypothesis drew a rule when each kind was a rule of its own (a filtered
+        `sampled_from`): up to three tries of a kind of `KINDS`, each taken if it has a step
+        (a few questions, not all); then one of the enabled kinds not tried, by a pick
+        modulo their number. A choice means the same kind in every state, so that the runs
+        Hypothesis makes by mutating earlier ones repeat the kinds that made them."""
+        tried: list[str] = []
+        for _ in range(3):
+            kind = KINDS[draw(0, len(KINDS) - 1)]
+            if kind not in tried:
+                if kind in self._now_enabled():
+                    return kind
+                tried.append(kind)
+        rest = [k for k in self.enabled() if k not in tried]
+        return rest[draw(0, PICK_MAX) % len(rest)]
+
+    def _now_enabled(self) -> _Enabled:
+        """Whether each kind has a step now, asked once per kind and step."""
+        found = self._now.get("may")
+        if found is None:
+            found = self._now["may"] = _Enabled(self)
+        return found
+
+    def enabled(self) -> list[str]:
+        """The kinds of step (`KINDS`) the run may take now: a verb with a step to take."""
+        found = self._now.get("enabled")
+        if found is None:
+            if self._kinds_of[0] is not self.kinds:  # the plan set the run's kinds
+                self._kinds_of = (self.kinds, [k for k in KINDS if k in self.kinds or k in VERBS])
+            may = self._now_enabled()
+            found = self._now["enabled"] = [k for k in self._kinds_of[1] if k in may]
+        return found
+
+    def _may(self, kind: str) -> bool:
+        """The verb `kind` has a step to take now (its choices, or the client's and the
+        clock's conditions)."""
+        if kind in ("produce", "refused_produce"):
+            return self.may_produce()
+        if kind == "list_offsets":
+            return bool(self.recorder.state["alive"])
+        if kind == "consume":
+            return bool(self.produced) and bool(self.leaders())
+        if kind == "tick":
+            return self.quiet() or self.lagging()
+        return bool(self.choices(kind))
+
     # ------------------------------------------------------------ the client
 
-    @precondition(lambda self: self.may_produce())
-    @rule(target=produced, pick=PICK, fire_and_forget=st.booleans())
     def produce(self, pick: int, fire_and_forget: bool) -> int:
         """A producer sends a new record to a broker that believes it leads (the variant's
         acks, or acks=0)."""
@@ -507,8 +558,6 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.records.spend()
         return self._send_produce(step)
 
-    @precondition(lambda self: self.may_produce())
-    @rule(target=produced, pick=PICK, refused=st.sampled_from(REFUSED_PRODUCES))
     def refused_produce(self, pick: int, refused: str) -> int:
         """A producer's record is first refused (sent to a broker that does not lead, with
         invalid acks, to an internal topic, in an empty batch or in a batch too large), then
@@ -536,20 +585,18 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _send_produce(self, step: Produce) -> int:
         """Send a produce to its broker (a leader); an acks=-1 one must get an answer
-        (`judges.liveness.sent_produces`)."""
+        (`judges.liveness.sent_produces`). The record is one a consumer may read
+        (`produced`)."""
         assert step.broker is not None
         self._client_request(step, step.broker)
+        self.produced.append(step.record_ids[0])
         return step.record_ids[0]
 
-    @precondition(_can("delete_records"))
-    @rule(pick=PICK)
     def delete_records(self, pick: int) -> None:
         """A client deletes the records below an offset up to the leader's HW (R4): followers
         behind it get OFFSET_OUT_OF_RANGE and start their logs at the leader's (R9)."""
         self._choose("delete_records", pick)
 
-    @precondition(lambda self: bool(self.recorder.state["alive"]))
-    @rule(pick=PICK, latest=st.booleans())
     def list_offsets(self, pick: int, latest: bool) -> None:
         """A consumer asks a running broker for the partition's latest offset (the HW) or its
         earliest (the log start): a broker that believes it leads, as `consume` chooses one
@@ -566,8 +613,6 @@ class ReplicationMachine(RuleBasedStateMachine):
         if answers:  # the answer comes back at once: it changes nothing the spec sees
             self._apply(Deliver(broker, CLIENT, answers - 1))
 
-    @precondition(lambda self: bool(self.leaders()))
-    @rule(record=consumes(produced), pick=PICK, settings=st.sampled_from(CONSUMER_SETTINGS))
     def consume(self, record: int, pick: int, settings: ConsumerSettings) -> None:
         """A consumer reads from a leader (one time in four from a broker that does not lead,
         if one runs), also while replication goes on, so a FETCH that waits in the purgatory
@@ -614,14 +659,10 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------ replication and time
 
-    @precondition(_can("fetch"))
-    @rule(pick=PICK)
     def fetch(self, pick: int) -> None:
         """A follower's fetcher runs once: maybe truncate, then maybe send a request."""
         self._choose("fetch", pick)
 
-    @precondition(lambda self: self.quiet() or self.lagging())
-    @rule(ms=st.sampled_from((*TICK_MS, TO_NEXT_DEADLINE)))
     def tick(self, ms: int) -> None:
         """Time passes, when a follower lags or nothing else would happen: followers fall out
         of sync, backoffs end, delayed produces expire; or just to the next deadline."""
@@ -629,103 +670,71 @@ class ReplicationMachine(RuleBasedStateMachine):
             ms = next_deadline_ms(self.cluster) or TICK_MS[0]
         self._apply(Tick(ms))
 
-    @precondition(_can("shrink_isr"))
-    @rule(pick=PICK)
     def shrink_isr(self, pick: int) -> None:
         """A leader's isr-expiration task runs."""
         self._choose("shrink_isr", pick)
 
     # ------------------------------------------------------------ the network
 
-    @precondition(_can("deliver"))
-    @rule(pick=PICK)
     def deliver(self, pick: int) -> None:
         """The oldest message of a link arrives."""
         self._choose("deliver", pick)
 
-    @precondition(_can("reorder"))
-    @rule(pick=PICK)
     def reorder(self, pick: int) -> None:
         """A message arrives before older ones on its link."""
         self._choose("reorder", pick)
 
-    @precondition(_can("drop"))
-    @rule(pick=PICK)
     def drop(self, pick: int) -> None:
         """A message is lost."""
         self._choose("drop", pick)
 
-    @precondition(_can("duplicate"))
-    @rule(pick=PICK)
     def duplicate(self, pick: int) -> None:
         """A message is sent twice."""
         self._choose("duplicate", pick)
 
-    @precondition(_can("isolate"))
-    @rule(pick=PICK)
     def isolate(self, pick: int) -> None:
         """A network partition separates two nodes: their messages wait."""
         self._choose("isolate", pick)
 
-    @precondition(_can("heal"))
-    @rule(pick=PICK)
     def heal(self, pick: int) -> None:
         """A network partition ends."""
         self._choose("heal", pick)
 
     # ------------------------------------------------------------ brokers and the controller
 
-    @precondition(_can("crash"))
-    @rule(pick=PICK)
     def crash(self, pick: int) -> None:
         """A broker process dies (its log survives)."""
         self._choose("crash", pick)
 
-    @precondition(_can("fail_log_dir"))
-    @rule(pick=PICK)
     def fail_log_dir(self, pick: int) -> None:
         """A broker's log dir fails: it answers KAFKA_STORAGE_ERROR until it halts."""
         self._choose("fail_log_dir", pick)
 
-    @precondition(_can("halt_on_log_dir_failure"))
-    @rule(pick=PICK)
     def halt_on_log_dir_failure(self, pick: int) -> None:
         """A broker whose log dir failed halts (no live log dir left)."""
         self._choose("halt_on_log_dir_failure", pick)
 
-    @precondition(_can("unclean_shutdown"))
-    @rule(pick=PICK)
     def unclean_shutdown(self, pick: int) -> None:
         """A broker loses power: its log loses what was not flushed."""
         self._choose("unclean_shutdown", pick)
 
-    @precondition(_can("flush"))
-    @rule(pick=PICK)
     def flush(self, pick: int) -> None:
         """A broker flushes its log (its recovery point moves to its LEO)."""
         self._choose("flush", pick)
 
-    @precondition(_can("checkpoint"))
-    @rule(pick=PICK)
     def checkpoint(self, pick: int) -> None:
         """A broker's highwatermark-checkpoint task runs early (the spec's
         CheckpointHighWatermarks may run at any time; the clock runs it on schedule too)."""
         self._choose("checkpoint", pick)
 
-    @precondition(_can("restart"))
-    @rule(pick=PICK)
     def restart(self, pick: int) -> None:
         """A dead broker starts again and registers with the controller."""
         self._choose("restart", pick)
 
-    @precondition(_can("detect_failure"))
-    @rule(pick=PICK)
     def detect_failure(self, pick: int) -> None:
         """The controller sees a dead broker's session expire, and re-elects."""
         self._choose("detect_failure", pick)
 
-    @precondition(_can("change_leader"))
-    @rule(pick=PICK)
     def change_leader(self, pick: int) -> None:
         """The controller moves leadership to another live ISR replica (a planned leader
         change: `plan.LEADER_CHANGES`); a hasty one away from the preferred replica first cuts the
@@ -747,8 +756,97 @@ class ReplicationMachine(RuleBasedStateMachine):
             and (CONTROLLER, leader) not in self.cluster.network.blocked
         )
 
-    @precondition(_can("elect"))
-    @rule(pick=PICK)
     def elect(self, pick: int) -> None:
         """The controller is asked to elect a leader (it refuses what the variant forbids)."""
         self._choose("elect", pick)
+
+
+class _Enabled:
+    """Whether a kind of step has a step to take in a machine's current state: `kind in it`,
+    each kind asked of the machine once (a fault only if the fault budget allows one now)."""
+
+    __slots__ = ("_answers", "_faults", "_machine")
+
+    def __init__(self, machine: ReplicationMachine) -> None:
+        self._machine = machine
+        self._answers: dict[str, bool] = {}
+        self._faults: bool | None = None
+
+    def __contains__(self, kind: object) -> bool:
+        assert isinstance(kind, str)
+        found = self._answers.get(kind)
+        if found is None:
+            m = self._machine
+            found = kind in VERBS or kind in m.kinds
+            if found and kind in COSTLY_KINDS:
+                if self._faults is None:
+                    self._faults = m._may_fault()
+                found = self._faults
+            found = self._answers[kind] = found and m._may(kind)
+        return found
+
+
+# ---------------------------------------------------------------- what the one rule takes
+
+
+def _take_pick(kind: str) -> Callable[[ReplicationMachine, IntegerDrawer], None]:
+    """Take a step of the verb `kind`, which chooses among its enabled steps by a pick."""
+    verb = getattr(ReplicationMachine, kind)
+    return lambda machine, draw: verb(machine, draw(0, PICK_MAX))
+
+
+def _take_produce(machine: ReplicationMachine, draw: IntegerDrawer) -> None:
+    """A producer sends a record, with the variant's acks or fire and forget."""
+    machine.produce(draw(0, PICK_MAX), bool(draw(0, 1)))
+
+
+def _take_refused_produce(machine: ReplicationMachine, draw: IntegerDrawer) -> None:
+    """A producer's record is refused first, one of the `REFUSED_PRODUCES` ways."""
+    machine.refused_produce(draw(0, PICK_MAX), _drawn(draw, REFUSED_PRODUCES))
+
+
+def _take_consume(machine: ReplicationMachine, draw: IntegerDrawer) -> None:
+    """A consumer reads a record no consumer read yet (shrinking to the newest)."""
+    produced = machine.produced
+    record = produced.pop(len(produced) - 1 - draw(0, len(produced) - 1))
+    machine.consume(record, draw(0, PICK_MAX), _drawn(draw, CONSUMER_SETTINGS))
+
+
+def _drawn(draw: IntegerDrawer, options: tuple[Any, ...]) -> Any:
+    """One of `options`, drawn (shrinking to the first)."""
+    return options[draw(0, len(options) - 1)]
+
+
+TICKS = (*TICK_MS, TO_NEXT_DEADLINE)
+"""The tick rule's clock advances."""
+
+ORDER = (
+    "change_leader", "checkpoint", "crash", "delete_records", "deliver", "detect_failure",
+    "drop", "duplicate", "elect", "fail_log_dir", "fetch", "flush", "halt_on_log_dir_failure",
+    "heal", "isolate", "reorder", "restart", "shrink_isr", "tick", "unclean_shutdown",
+    "list_offsets", "consume", "produce", "refused_produce",
+)  # fmt: skip
+"""The kinds of step in the order Hypothesis sorted them when each was a rule of its own (by
+target bundle, number of arguments, name), so that a choice picks the kind it picked then."""
+
+SPECIAL: dict[str, Callable[[ReplicationMachine, IntegerDrawer], None]] = {
+    "produce": _take_produce,
+    "refused_produce": _take_refused_produce,
+    "consume": _take_consume,
+    "list_offsets": lambda m, draw: m.list_offsets(draw(0, PICK_MAX), bool(draw(0, 1))),
+    "tick": lambda m, draw: m.tick(_drawn(draw, TICKS)),
+}
+
+TAKE: dict[str, Callable[[ReplicationMachine, IntegerDrawer], None]] = {
+    kind: SPECIAL.get(kind) or _take_pick(kind) for kind in ORDER
+}
+"""How the one rule (`ReplicationMachine.act`) takes a step of each kind: it draws the verb's
+arguments, one integer choice each, in the order the verb takes them, and calls it. A verb
+that chooses among its enabled steps draws a pick."""
+
+VERBS = frozenset({"produce", "refused_produce", "consume", "list_offsets", "tick"})
+"""The kinds of step that are no rule of CHOICES: the client's and the clock's, always allowed."""
+
+KINDS = ORDER
+"""The kinds of step the one rule draws among (`ReplicationMachine.draw_kind`), each a verb of
+the machine. A failing run shrinks towards the first."""

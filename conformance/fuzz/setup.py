@@ -63,7 +63,8 @@ DEFAULT_EXAMPLES = 3_000
 every target (targets.py) to be found with the default options, every seed within seconds
 (docs/fuzzing.md, the default-detection table)."""
 
-PICK = st.integers(min_value=0, max_value=63)
+PICK_MAX = 63
+PICK = st.integers(min_value=0, max_value=PICK_MAX)
 """A rule's choice among its enabled steps, modulo their number (shrinks to the first)."""
 
 
