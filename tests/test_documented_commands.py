@@ -67,7 +67,10 @@ def documented_commands() -> list[Documented]:
 def subcommands(group: click.Group, path: str) -> list[tuple[str, click.Command]]:
     """Every command under `group`, groups included, with its command path, in name order."""
     found: list[tuple[str, click.Command]] = []
-    for name, command in sorted(group.commands.items()):
+    context = click.Context(group)
+    for name in sorted(group.list_commands(context)):
+        command = group.get_command(context, name)
+        assert command is not None, name
         found.append((f"{path} {name}", command))
         if isinstance(command, click.Group):
             found += subcommands(command, f"{path} {name}")
@@ -93,8 +96,9 @@ COMMANDS = documented_commands() + help_examples()
 def command_of(words: tuple[str, ...]) -> tuple[click.Command, list[str]]:
     """The click command a documented line runs, and its arguments."""
     assert words[0] == "kreplica"
-    assert words[1] in main.commands, f"no command kreplica {words[1]}"
-    command: click.Command = main.commands[words[1]]
+    found = main.get_command(click.Context(main), words[1])
+    assert found is not None, f"no command kreplica {words[1]}"
+    command: click.Command = found
     args = list(words[2:])
     while isinstance(command, click.Group) and args and args[0] in command.commands:
         command, args = command.commands[args[0]], args[1:]  # kreplica bench impl ...

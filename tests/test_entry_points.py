@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from kreplica.conformance.cli.bench import bench_group
-from kreplica.conformance.cli.main import main
+from kreplica.conformance.cli.main import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60
@@ -120,6 +120,35 @@ BENCHMARKS = ("impl", "fuzz", "conform", "tlc", "hidden", "checkpoints", "search
 """Every `kreplica bench` subcommand: one per module of kreplica.conformance.bench."""
 
 
+def test_every_subcommand_loads_under_its_name() -> None:
+    """The group lists its subcommands without importing them, and each loads as the command
+    of that name (`kreplica kafka` with its four subcommands from other rooms)."""
+    context = click.Context(main)
+    assert main.list_commands(context) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = main.get_command(context, name)
+        assert command is not None and command.name == name
+    kafka = main.get_command(context, "kafka")
+    assert isinstance(kafka, click.Group)
+    assert {"compare", "predict", "trace", "convert", "run"} <= set(kafka.commands)
+    assert main.get_command(context, "no-such-command") is None
+
+
+@pytest.mark.parametrize("words", [["--version"], ["conform", "--help"], ["check", "--help"]])
+def test_a_command_does_not_import_what_only_others_need(words: list[str]) -> None:
+    """`kreplica conform` and `kreplica check` start without matplotlib, Hypothesis, PySpark
+    or the benchmarks (importing every subcommand took about 1 s of each start)."""
+    code = (
+        "import sys; from kreplica.conformance.cli.main import main\n"
+        f"try:\n    main({words!r})\nexcept SystemExit:\n    pass\n"
+        "heavy = ['matplotlib', 'hypothesis', 'pyspark', 'kreplica.conformance.bench']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 def test_every_benchmark_module_has_its_subcommand() -> None:
     modules = {p.stem.replace("_", "-") for p in (ROOT / "conformance/bench").glob("[!_]*.py")}
     assert set(bench_group.commands) == modules == set(BENCHMARKS)
@@ -132,10 +161,11 @@ def test_each_help_prints_its_examples_and_exit_codes(words: tuple[str, ...]) ->
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"Usage: kreplica {' '.join(words)} [OPTIONS]")
     assert f"kreplica {' '.join(words)} " in result.output.split("Examples:")[1]
-    command: click.Command = main
+    command: click.Command | None = main
     for word in words:
         assert isinstance(command, click.Group)
-        command = command.commands[word]
+        command = command.get_command(click.Context(command), word)
+    assert command is not None
     if not isinstance(command, click.Group):
         assert "Exit codes:" in result.output and "  0  " in result.output
         assert "  2  bad input" in result.output
