@@ -223,7 +223,11 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     own): each worker is frozen first, so it starts nothing more. `shutdown` then cancels what
     is queued and reaps them."""
     processes = getattr(pool, "_processes", None) or {}  # the executor's own table of workers
-    workers = [pid for pid in processes if isinstance(pid, int)]
+    _freeze_and_kill([pid for pid in processes if isinstance(pid, int)])
+
+
+def _freeze_and_kill(workers: Sequence[int]) -> None:
+    """Freeze every worker (so it starts nothing more), then kill what each started and it."""
     for pid in workers:
         _signal(pid, signal.SIGSTOP)
     children = _children()
@@ -539,14 +543,7 @@ def _kill_checkers(master: str) -> None:
     left to stop itself."""
     if not master.startswith("local") or not Path("/proc").is_dir():
         return
-    workers = _marked_processes(b"pyspark")
-    for pid in workers:
-        _signal(pid, signal.SIGSTOP)
-    children = _children()
-    for pid in workers:
-        for child in _descendants(pid, children):
-            _signal(child, signal.SIGKILL)
-        _signal(pid, signal.SIGKILL)
+    _freeze_and_kill(_marked_processes(b"pyspark"))
     for pid in _marked_processes(b"tlc2.TLC"):
         _signal(pid, signal.SIGKILL)
 
