@@ -214,7 +214,7 @@ class Controller:
 
     def on_broker_startup(self, broker_id: int) -> list[Outgoing]:
         """A broker registered: send it the state of every partition it hosts, an offline one's
-        too (leader NoLeader), then elect the offline partitions (R22). Kafka 2.6.3's
+        too (leader NoLeader), then elect the offline partitions (R23). Kafka 2.6.3's
         onBrokerStartup moves each replica on the broker to OnlineReplica, which sends it its
         partition's leadership whatever the leader; the broker then hosts even an offline
         partition, whose HW stays in its checkpoint file (makeFollowers, KAFKA-1647)."""
