@@ -63,17 +63,18 @@ class OnVariables(Generic[T]):
     answers at once. The function is given only the variables it declares (`reads`), so one
     it reads without declaring is a KeyError, never a stale answer."""
 
-    __slots__ = ("_answer", "_values", "function", "reads")
+    __slots__ = ("_answer", "_read", "_values", "function", "reads")
 
     def __init__(self, function: Callable[[State], T], reads: tuple[str, ...]) -> None:
         self.function = function
         self.reads = reads
+        self._read = operator.itemgetter(*reads, *reads[:1])  # always a tuple, one too many
         self._values: tuple[Any, ...] | None = None
         self._answer: Any = None
 
     def __call__(self, s: State) -> T:
         """The function's answer on `s`."""
-        values = tuple(s[name] for name in self.reads)
+        values = self._read(s)[: len(self.reads)]
         last = self._values
         if last is not None and all(map(operator.is_, values, last)):
             return self._answer  # type: ignore[no-any-return]
@@ -542,14 +543,15 @@ class Projector:
     def observe_network(self, in_flight: list[Envelope] | None = None) -> None:
         """Remember the requests now in flight (`in_flight`, by default the cluster's): their
         responses echo them; each follower's latest request to each leader, and acked
-        produces."""
+        produces. An envelope is read once: a second look changes nothing (a fetcher
+        request: max, first wins; a PRODUCE: its records again; its answer: the records
+        of a request read before it, acked again)."""
         observed: dict[int, Envelope] = {}
+        seen = self._observed
         for envelope in self.cluster.in_flight() if in_flight is None else in_flight:
-            seen = self._observed.get(id(envelope)) is envelope
             observed[id(envelope)] = envelope
-            if seen and not isinstance(envelope.payload, ProduceRequest | ProduceResponse):
-                continue  # a fetcher request's second look changes nothing (max, first wins)
-            self._note(envelope)
+            if seen.get(id(envelope)) is not envelope:
+                self._note(envelope)
         self._observed = observed
 
     def _note(self, envelope: Envelope) -> None:

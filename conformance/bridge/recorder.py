@@ -312,25 +312,23 @@ class Recorder:
         sent: list[Envelope],
     ) -> list[Event]:
         """The spec actions of one step, with the states between them."""
-        text = repr(step)
         if isinstance(step, DoWork):
-            return self._do_work_events(step, before, after, text, sent)
+            return self._do_work_events(step, before, after, repr(step), sent)
         if isinstance(step, ShrinkIsr):
             out = before["isr"][step.broker - 1] - after["isr"][step.broker - 1]
             if not out:
                 return []
-            return [
-                Event("LeaderShrinkIsr", {"replica": step.broker, "followers": out}, after, text)
-            ]
+            args = {"replica": step.broker, "followers": out}
+            return [Event("LeaderShrinkIsr", args, after, repr(step))]
         if isinstance(step, Tick):
-            return self._tick_events(before, after, text)
+            return self._tick_events(before, after, repr(step))
         if isinstance(step, DeleteRecords):
-            return self._delete_records_events(before, after, text)
+            return self._delete_records_events(before, after, repr(step))
         if named is None or (after == before and named[0] in NO_OPS):
-            return []
+            return []  # most steps: no action, and no text of the step to write
         if named[0] in ("ControllerDetectFailure", "ControllerElectLeader") and after == before:
             return []
-        return [Event(named[0], named[1], after, text)]
+        return [Event(named[0], named[1], after, repr(step))]
 
     def _do_work_events(
         self, step: DoWork, before: State, after: State, text: str, sent: list[Envelope]

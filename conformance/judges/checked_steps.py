@@ -471,7 +471,5 @@ def client_violations(r: Recorder, books: Arrivals) -> list[Violation]:
     """The answers the last step sent to the client, and the client's requests held too
     long (`client_answers`), by the ledger of their arrivals."""
     found = client_answer_violations(r.cluster, r.tp, r.sent, r.state, books.arrivals)
-    held = held_request_violations(
-        r.cluster, r.state, books.arrivals, books.answered, books.arrived
-    )
+    held = held_request_violations(r.cluster, r.state, books.waiting, books.answered, books.arrived)
     return found + held
