@@ -301,8 +301,10 @@ class Projector:
         answer will be dropped), and an answer to one is not shown (it is lost)."""
         out: set[Value] = set()
         kept = {}
+        cluster = self.cluster
         for envelope in in_flight:
-            if self._delivered_to_running(envelope):
+            # answers to the client, which pile up, are out at the first test
+            if envelope.dst > CONTROLLER and delivered_to_running(cluster, envelope):
                 out.update(self._spec_messages(envelope))
                 kept[id(envelope)] = self._messages[id(envelope)]
         self._messages = kept  # forget the envelopes no longer in flight
@@ -442,19 +444,31 @@ class Projector:
         and the judges compare states and remember what they computed for a value
         (`invariants`), which is then a glance."""
         self._views = {r: self._view(r) for r in self.replicas}
-        return self._shared(self._project(self.cluster.in_flight()))
+        return self._shared(self._project(self._msgs(self.cluster.in_flight())))
 
-    def step(self, before: State, cause: str | None, scope: Set[int] | None = None) -> State:
+    def step(
+        self,
+        before: State,
+        cause: str | None,
+        scope: Set[int] | None = None,
+        sent: list[Envelope] | None = None,
+    ) -> State:
         """`observe`, then `project`: the state after a step, each log and the messages in
         flight read once for both. With a `scope` (`touch.brokers_touched`), only the
         replicas in it are read again: the step cannot have changed the others, whose views
-        are those of the state returned last."""
+        are those of the state returned last. With `sent`, the step changed the network on
+        the client's links alone, by sending `sent` (`touch.client_links_only`): the spec's
+        messages are those of the state returned last, and only `sent` is noted."""
         touched = self.replicas if scope is None else [r for r in self.replicas if r in scope]
         for r in touched:
             self._views[r] = self._view(r)
+        self._observe_logs(before, cause, touched)
+        if sent is not None and self._last is not None:
+            self._note_sent(sent)
+            return self._shared(self._project(self._last["msgs"]))
         in_flight = self.cluster.in_flight()
-        self._observe(before, cause, touched, in_flight)
-        return self._shared(self._project(in_flight))
+        self.observe_network(in_flight)
+        return self._shared(self._project(self._msgs(in_flight)))
 
     def client_step(self, sent: list[Envelope]) -> State:
         """The state after a step that ran the client's and the network's code alone
@@ -462,11 +476,15 @@ class Projector:
         notes the requests it sent (`sent`) as `observe_network` would."""
         if self._last is None:
             raise ValueError("a client step's state is the last one: project one first")
+        self._note_sent(sent)
+        self._last = dict(self._last)
+        return self._last
+
+    def _note_sent(self, sent: list[Envelope]) -> None:
+        """Note the envelopes a step sent, as `observe_network` notes envelopes new in flight."""
         for envelope in sent:
             self._observed[id(envelope)] = envelope
             self._note(envelope)
-        self._last = dict(self._last)
-        return self._last
 
     def _shared(self, state: State) -> State:
         """`state`, each value equal to the last state's replaced by that one (see `project`)."""
@@ -488,10 +506,10 @@ class Projector:
         self._sets[name] = (len(items), value)
         return value
 
-    def _project(self, in_flight: list[Envelope]) -> State:
+    def _project(self, msgs: frozenset[Value]) -> State:
         """Every spec variable of the current state from the replicas' views (`_views`) and
-        the envelopes in flight, made afresh but for the logs, the epoch caches and the
-        messages (`_log_values`, `_spec_messages`)."""
+        the spec's messages in flight (`_msgs`), made afresh but for the logs and the epoch
+        caches (`_log_values`)."""
         views = self._views
         (log, hw, cache, recovery_point, checkpoint, offline, alive, incarnation, epoch,
          leader, fetch_state, isr, remote_leo, pending) = zip(
@@ -516,7 +534,7 @@ class Projector:
             "ctrlLeader": reg.leader,
             "ctrlEpoch": reg.leader_epoch,
             "ctrlIsr": frozenset(reg.isr),
-            "msgs": self._msgs(in_flight),
+            "msgs": msgs,
             "nextRecord": h.next_record,
             "pending": frozenset().union(*pending),
             "acked": self._history_set("acked", h.acked),
@@ -577,17 +595,13 @@ class Projector:
         """Update the history after a step; `cause` names a log cut ('unclean-shutdown')."""
         for r in self.replicas:
             self._views[r] = self._view(r)
-        self._observe(before, cause, self.replicas, self.cluster.in_flight())
+        self._observe_logs(before, cause, self.replicas)
+        self.observe_network()
 
-    def _observe(
-        self,
-        before: State,
-        cause: str | None,
-        touched: Sequence[int],
-        in_flight: list[Envelope],
-    ) -> None:
-        """`observe`, given the replicas the step may have touched (their views just made:
-        the others' logs and HWs did not move) and the envelopes in flight."""
+    def _observe_logs(self, before: State, cause: str | None, touched: Sequence[int]) -> None:
+        """`observe`'s reading of the logs, given the replicas the step may have touched
+        (their views just made: the others' logs and HWs did not move): the records removed
+        from a log, and the records a leader's HW has passed."""
         for r in touched:
             old, new = before["log"][r - 1], self._views[r].log
             if len(new) < len(old):
@@ -607,7 +621,6 @@ class Projector:
                     for o in range(start, log.high_watermark):
                         self.history.committed.add((o, log.entries[o - start].record_id))
                     self._committed_from[r] = read
-        self.observe_network(in_flight)
 
     def note_produce_delivered(self) -> None:
         """A PRODUCE reached a broker: the spec's producer moves to its next record."""

@@ -29,7 +29,7 @@ from kreplica.conformance.bridge.projection import (
     log_start_of,
 )
 from kreplica.conformance.bridge.step_codec import step_to_json
-from kreplica.conformance.bridge.touch import brokers_touched, client_only
+from kreplica.conformance.bridge.touch import brokers_touched, client_links_only, client_only
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
 from kreplica.conformance.tla.vocabulary import IMPL_ONLY_ACTIONS, VARIABLES
 from kreplica.impl.cluster import Cluster
@@ -230,7 +230,8 @@ class Recorder:
             after = self.projector.client_step(sent)
         else:
             cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
-            after = self.projector.step(before, cause, self.touched)
+            quiet = self.touched is not None and client_links_only(step, sent)
+            after = self.projector.step(before, cause, self.touched, sent if quiet else None)
         now = self.cluster.clock.now_ms
         events = [replace(e, now_ms=now) for e in self._events(step, named, before, after, sent)]
         if not events:

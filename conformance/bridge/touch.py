@@ -25,15 +25,21 @@ controller runs the controller's code alone. Neither moves the clock. So the oth
 spec values and the judges' reading of their logs and fetchers stand as they were. With a
 broker down, a send to it makes the cluster break every running fetcher's connection to it
 (`Cluster._break_connections`): then any broker may change, as with a tick or a fault.
+
+Such a step changes the network by what it takes and what the cluster sends for it (a
+broker holds no network). When it delivers a client's request and sends only answers to the
+client (`client_links_only`: a consumer's LIST_OFFSETS or FETCH, a PRODUCE with acks=1), the
+spec's messages are as they were; the history notes what it sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Sequence, Set
 
 from kreplica.impl.client import CLIENT_ID
 from kreplica.impl.cluster import Cluster
 from kreplica.impl.controller import CONTROLLER_ID
+from kreplica.impl.network import Envelope
 from kreplica.impl.steps import (
     ConsumerFetch,
     ConsumerListOffsets,
@@ -55,6 +61,15 @@ def client_only(step: Step) -> bool:
     if isinstance(step, Deliver):
         return step.dst == CLIENT_ID
     return isinstance(step, CLIENT_REQUESTS) and step.broker is not None
+
+
+def client_links_only(step: Step, sent: Sequence[Envelope]) -> bool:
+    """True if `step`, a step of one broker while every broker runs (`brokers_touched`),
+    changed the network on the client's links alone: it delivered a client's request, and
+    what it sent (`sent`: all the cluster put on the network for it) went to the client."""
+    if not (isinstance(step, Deliver) and step.src == CLIENT_ID):
+        return False
+    return all(envelope.dst == CLIENT_ID for envelope in sent)
 
 
 NOTHING: Set[int] = frozenset()
