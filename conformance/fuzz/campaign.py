@@ -91,9 +91,10 @@ youngest objects while a campaign runs (Python's default is 700), see `fewer_col
 def fewer_collections() -> Iterator[None]:
     """Within the block, Python's cyclic collector looks at the youngest objects every
     YOUNG_OBJECTS allocations, and so at the older ones (Hypothesis's search tree, which
-    grows with the campaign) a few times rather than every few hundred steps: a fifth of a
-    campaign's CPU time went to it. The collector's timing changes no run; garbage cycles (a
-    run's cluster) are still freed. The thresholds are restored after the block."""
+    grows with the campaign) a few times rather than every few hundred steps: at Python's
+    default it took a ninth of the CPU time of `kreplica bench fuzz`'s campaign, with this
+    a seventeenth (docs/fuzzing.md). The collector's timing changes no run; garbage cycles
+    (a run's cluster) are still freed. The thresholds are restored after the block."""
     before = gc.get_threshold()
     gc.set_threshold(YOUNG_OBJECTS, *before[1:])
     try:
