@@ -196,7 +196,7 @@ class Projector:
         """The envelopes in flight that `observe_network` has seen, by id."""
         self._committed_from: dict[int, tuple[Any, int]] = {}
         """A leader replica -> what its log was made of and its HW when its committed records
-        were last added to the history (`_observe`)."""
+        were last added to the history (`_observe_logs`)."""
         self._last: State | None = None
         """The state `project` returned last (its unchanged values are shared, see there)."""
         self._views: dict[int, ReplicaView] = {}
