@@ -1,23 +1,40 @@
 """What makes the fuzzer fast stays exact: a judge remembered for unchanged variables answers
-as it would compute (`projection.OnVariables`, `invariants.READS`), and the projection shares
+as it would compute (`projection.OnVariables`, `invariants.READS`), the projection shares
 the values a step left unchanged with the state before (docs/fuzzing.md, "Where a step's time
-goes")."""
+goes"), and what a step cannot have touched (`bridge.touch`) is what the whole projection and
+the judges it skips find."""
 
 from __future__ import annotations
 
+import gc
 import itertools
+import sys
+from enum import Enum
 from pathlib import Path
+from types import BuiltinFunctionType, CodeType, FunctionType, ModuleType
 from typing import Any
 
 import pytest
 
-from kreplica.conformance.bridge.projection import OnVariables
+import kreplica.impl
+from kreplica.conformance.bridge.projection import OnVariables, Projector
+from kreplica.conformance.bridge.touch import client_only
 from kreplica.conformance.fuzz.campaign import run_fuzz
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
 from kreplica.conformance.fuzz.guidance import _abstract_state, abstract_state
 from kreplica.conformance.fuzz.setup import FuzzSetup
+from kreplica.conformance.judges.checked_steps import (
+    IMPLEMENTATION_ERROR,
+    Judge,
+    _timing_violations,
+    offset_violations,
+)
 from kreplica.conformance.judges.invariants import INVARIANTS, READS, violations
+from kreplica.conformance.mutation.sites import CORE
+from kreplica.conformance.replay.schedule import TP
 from kreplica.conformance.tla.itf import iter_jsonl_traces
+from kreplica.impl.cluster import Cluster
+from kreplica.impl.steps import Crash, DetectFailure, DoWork, Produce, Restart
 from kreplica.impl.variants import parse_variant
 
 
@@ -81,3 +98,171 @@ def test_each_invariant_on_what_it_reads_is_the_invariant(buggy_states: list[Any
         assert remembered == fresh
         assert abstract_state(state) == _abstract_state(state)
     assert "CommittedRecordsOnIsr" in broken and len(broken) >= 2
+
+
+# ---------------------------------------------------------------- what a step can have touched
+
+CLIENT_CODE = frozenset({"cluster.py", "client.py", "network.py", "messages.py", "steps.py"})
+"""The files of impl/ a client's step may run (`touch.client_only`): none `kreplica mutate`
+edits."""
+
+
+def _impl_files_run(call: Any) -> set[str]:
+    """The files of impl/ whose Python functions run while `call()` runs."""
+    impl = Path(kreplica.impl.__file__).resolve().parent
+    seen: set[str] = set()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        path = Path(frame.f_code.co_filename).resolve()
+        if event == "call" and path.parent == impl:
+            seen.add(path.name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def _fuzz_with(
+    monkeypatch: pytest.MonkeyPatch, patches: dict[tuple[Any, str], Any], bugs: tuple[str, ...]
+) -> int:
+    """Fuzz the correct protocol and each seeded bug of `bugs` with every check on and the
+    given methods patched in: the runs it made. The correct protocol passes and each bug
+    fails, by a verdict, not an exception."""
+    for (owner, name), wrapper in patches.items():
+        monkeypatch.setattr(owner, name, wrapper(getattr(owner, name)))
+    runs = 0
+    for bug in ("", *bugs):
+        setup = FuzzSetup(variant=parse_variant([], [bug] if bug else []))
+        result = run_fuzz(setup, examples=25, max_steps=40, seed_value=3, shrink=False)
+        failure = result.failure
+        assert (failure is None) == (not bug), failure
+        assert failure is None or failure.invariant != IMPLEMENTATION_ERROR, failure.reason
+        runs += result.stats.runs
+    return runs
+
+
+def test_a_client_step_runs_no_code_a_mutant_edits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The premise of `touch.client_only`: such a step runs only the client's, the network's
+    and the cluster's dispatch code, none of the core modules `kreplica mutate` edits."""
+    ran: set[str] = set()
+    counted = []
+
+    def spy(apply: Any) -> Any:
+        def wrapped(self: Cluster, step: Any) -> Any:
+            if not client_only(step):
+                return apply(self, step)
+            out: list[Any] = []
+            ran.update(_impl_files_run(lambda: out.append(apply(self, step))))
+            counted.append(step)
+            return out[0]
+
+        return wrapped
+
+    _fuzz_with(monkeypatch, {(Cluster, "apply"): spy}, ())
+    assert len(counted) > 100 and ran and ran <= CLIENT_CODE
+    assert not ran & set(CORE)
+
+
+def test_what_a_step_cannot_have_touched_is_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After every step, each replica's view the projection kept (a client's step keeps all,
+    a step of one broker the others') is the one read afresh, and so is the state; and the
+    judges of the logs' offsets and the fetchers' clocks, judging only the brokers a step
+    could change, find what they find judging every broker: on seeded bugs too."""
+    checked, wrong = [], []
+
+    def fresh(projector: Projector, state: Any) -> None:
+        step, kept = projector.cluster.history[-1], dict(projector._views)
+        projector._views = {r: projector._view(r) for r in projector.replicas}
+        msgs = projector._msgs(projector.cluster.in_flight())
+        if projector._views != kept or projector._project(msgs) != state:
+            wrong.append(step)  # not raised: the recorder reports an exception as a finding
+        checked.append(step)
+
+    def project(method: Any) -> Any:
+        def wrapped(self: Projector, *args: Any) -> Any:
+            state = method(self, *args)
+            fresh(self, state)
+            return state
+
+        return wrapped
+
+    def judge(after: Any) -> Any:
+        def wrapped(self: Judge, step: Any, seen: Any, events: Any, invariants: bool) -> Any:
+            found = after(self, step, seen, events, invariants)
+            r = self.recorder
+            if found is None and (
+                offset_violations(r.cluster, r.tp) or _timing_violations(self, step, seen)
+            ):
+                wrong.append(step)
+            return found
+
+        return wrapped
+
+    patches = {
+        (Projector, "client_step"): project,
+        (Projector, "step"): project,
+        (Judge, "after"): judge,
+    }
+    _fuzz_with(monkeypatch, patches, ("hw-from-non-isr", "early-ack"))
+    assert wrong == []
+    assert sum(client_only(step) for step in checked) > 100
+    assert sum(isinstance(step, DoWork) for step in checked) > 100
+
+
+def _mutable_objects(root: Any, shared: set[int]) -> dict[int, Any]:
+    """The objects reachable from `root` that may change (not values: numbers, strings,
+    tuples, frozensets, frozen dataclasses; nor code or enum members), not going through
+    `shared`."""
+    found: dict[int, Any] = {}
+    todo = [root]
+    seen: set[int] = set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or id(obj) in shared or isinstance(obj, type | ModuleType | Enum):
+            continue  # a class, a module or an enum member: code and constants
+        seen.add(id(obj))
+        if isinstance(obj, FunctionType | BuiltinFunctionType | CodeType):
+            continue
+        if not _a_value(obj):
+            found[id(obj)] = obj
+        todo += gc.get_referents(obj)
+    return found
+
+
+def _a_value(obj: Any) -> bool:
+    """An object that cannot change: a number, a string, a tuple, a frozenset, a frozen
+    dataclass (what it holds is walked on its own)."""
+    if isinstance(obj, int | float | str | bytes | tuple | frozenset) or obj is None:
+        return True
+    params = getattr(type(obj), "__dataclass_params__", None)
+    return params is not None and params.frozen
+
+
+def test_no_broker_holds_another_brokers_objects() -> None:
+    """The premise of `touch.brokers_touched`: a broker's code can reach no object of another
+    broker, so a step of one broker changes no other's (the clock, the config, the variant and
+    the controller are shared; messages are values). Checked on a cluster that replicated,
+    lost a broker and took it back (every broker has run a fetcher, a leader a purgatory)."""
+    cluster = FuzzSetup().schedule().cluster()
+    for record in range(1, 4):
+        cluster.apply(Produce(TP, (100 + record,), -1))
+    cluster.settle()
+    cluster.apply(Crash(1))
+    cluster.apply(DetectFailure(1))
+    cluster.settle()
+    cluster.apply(Restart(1))
+    cluster.settle()
+    shared = {id(cluster.clock), id(cluster.config), id(cluster.variant), id(cluster.controller)}
+    reach = {
+        b: _mutable_objects((cluster.brokers[b], cluster.log_managers[b]), shared)
+        for b in cluster.broker_ids
+    }
+    assert all(len(objects) > 30 for objects in reach.values())
+    for a, b in itertools.combinations(cluster.broker_ids, 2):
+        common = reach[a].keys() & reach[b].keys()
+        assert not common, [type(reach[a][i]).__name__ for i in common]
+    controller = _mutable_objects(cluster.controller, {id(cluster.clock), id(cluster.variant)})
+    assert not any(controller.keys() & objects.keys() for objects in reach.values())

@@ -11,10 +11,11 @@ from what `observe` sees after each step, exactly as the spec's actions update t
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from kreplica.conformance.tla.tlavalue import Record, Value
 from kreplica.impl.cluster import Cluster
@@ -62,17 +63,18 @@ class OnVariables(Generic[T]):
     answers at once. The function is given only the variables it declares (`reads`), so one
     it reads without declaring is a KeyError, never a stale answer."""
 
-    __slots__ = ("_answer", "_values", "function", "reads")
+    __slots__ = ("_answer", "_read", "_values", "function", "reads")
 
     def __init__(self, function: Callable[[State], T], reads: tuple[str, ...]) -> None:
         self.function = function
         self.reads = reads
+        self._read = operator.itemgetter(*reads, *reads[:1])  # always a tuple, one too many
         self._values: tuple[Any, ...] | None = None
         self._answer: Any = None
 
     def __call__(self, s: State) -> T:
         """The function's answer on `s`."""
-        values = tuple(s[name] for name in self.reads)
+        values = self._read(s)[: len(self.reads)]
         last = self._values
         if last is not None and all(map(operator.is_, values, last)):
             return self._answer  # type: ignore[no-any-return]
@@ -100,6 +102,26 @@ class History:
     # fetcher request to that leader: it has given up on the earlier ones (Projector._msgs)
     latest: dict[tuple[int, int, int], int] = field(default_factory=dict)
     produce_records: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+class ReplicaView(NamedTuple):
+    """What the spec's variables hold of one replica, read from its broker and its disk
+    (`Projector._view`)."""
+
+    log: tuple[Value, ...]
+    hw: int
+    epoch_cache: tuple[Value, ...]
+    recovery_point: int
+    hw_checkpoint: int
+    offline: bool
+    alive: bool
+    incarnation: int
+    leader_epoch: int
+    leader: int
+    fetch_state: str
+    isr: frozenset[int]
+    remote_leo: tuple[int, ...]
+    pending: frozenset[Value]
 
 
 TIMESTAMPS: dict[int, Value] = {LATEST_TIMESTAMP: "LATEST", EARLIEST_TIMESTAMP: "EARLIEST"}
@@ -174,9 +196,12 @@ class Projector:
         """The envelopes in flight that `observe_network` has seen, by id."""
         self._committed_from: dict[int, tuple[Any, int]] = {}
         """A leader replica -> what its log was made of and its HW when its committed records
-        were last added to the history (`_observe`)."""
+        were last added to the history (`_observe_logs`)."""
         self._last: State | None = None
         """The state `project` returned last (its unchanged values are shared, see there)."""
+        self._views: dict[int, ReplicaView] = {}
+        """Each replica's view in the state returned last (`step` reuses those of the
+        replicas a step cannot have touched)."""
         self._sets: dict[str, tuple[int, frozenset[Value]]] = {}
         """A history set's size and its value when last made (see `_history_set`)."""
         self.observe_network()
@@ -240,23 +265,32 @@ class Projector:
 
     # ------------------------------------------------------------------ the partition
 
-    def _pending(self) -> frozenset[Value]:
-        """acks=-1 produces waiting in a live leader's purgatory: [record, replica, offset]."""
+    def _pending(self, r: int) -> frozenset[Value]:
+        """acks=-1 produces waiting in replica r's purgatory, if it runs: [record, replica,
+        offset]."""
+        if not self.cluster.is_alive(r):
+            return frozenset()
         waiting: set[Value] = set()
-        for r in self.replicas:
-            if not self.cluster.is_alive(r):
+        log = self.cluster.log(r, self.tp)
+        purgatory = self.cluster.brokers[r].replica_manager.delayed_produce_purgatory
+        for op in purgatory.pending():
+            status = op.produce_status.get(self.tp)
+            if status is None or not status.acks_pending or log is None:
                 continue
-            log = self.cluster.log(r, self.tp)
-            purgatory = self.cluster.brokers[r].replica_manager.delayed_produce_purgatory
-            for op in purgatory.pending():
-                status = op.produce_status.get(self.tp)
-                if status is None or not status.acks_pending or log is None:
-                    continue
-                offset = status.required_offset - 1
-                if log.log_start_offset <= offset < log.log_end_offset:
-                    record = log.entries[offset - log.log_start_offset].record_id
-                    waiting.add(Record({"record": record, "replica": r, "offset": offset}))
+            offset = status.required_offset - 1
+            if log.log_start_offset <= offset < log.log_end_offset:
+                record = log.entries[offset - log.log_start_offset].record_id
+                waiting.add(Record({"record": record, "replica": r, "offset": offset}))
         return frozenset(waiting)
+
+    def _view(self, r: int) -> ReplicaView:
+        """Replica r's values of the spec's variables, from its broker and its disk."""
+        log, hw, cache, recovery_point = self._log_values(r)
+        alive = self.cluster.is_alive(r)
+        return ReplicaView(
+            log, hw, cache, recovery_point, self._hw_checkpoint(r), self._offline(r), alive,
+            self.cluster.incarnations[r], *self._role(r), self._pending(r),
+        )  # fmt: skip
 
     def _msgs(self, in_flight: list[Envelope]) -> frozenset[Value]:
         """Messages in flight that the spec models, as its message records.
@@ -267,8 +301,10 @@ class Projector:
         answer will be dropped), and an answer to one is not shown (it is lost)."""
         out: set[Value] = set()
         kept = {}
+        cluster = self.cluster
         for envelope in in_flight:
-            if self._delivered_to_running(envelope):
+            # answers to the client, which pile up, are out at the first test
+            if envelope.dst > CONTROLLER and delivered_to_running(cluster, envelope):
                 out.update(self._spec_messages(envelope))
                 kept[id(envelope)] = self._messages[id(envelope)]
         self._messages = kept  # forget the envelopes no longer in flight
@@ -407,16 +443,48 @@ class Projector:
         in the state returned last is that same object: most steps change a few variables,
         and the judges compare states and remember what they computed for a value
         (`invariants`), which is then a glance."""
-        logs = [self._log_values(r) for r in self.replicas]
-        return self._shared(self._project(logs, self.cluster.in_flight()))
+        self._views = {r: self._view(r) for r in self.replicas}
+        return self._shared(self._project(self._msgs(self.cluster.in_flight())))
 
-    def step(self, before: State, cause: str | None) -> State:
+    def step(
+        self,
+        before: State,
+        cause: str | None,
+        scope: Set[int] | None = None,
+        sent: list[Envelope] | None = None,
+    ) -> State:
         """`observe`, then `project`: the state after a step, each log and the messages in
-        flight read once for both."""
-        logs = [self._log_values(r) for r in self.replicas]
+        flight read once for both. With a `scope` (`touch.brokers_touched`), only the
+        replicas in it are read again: the step cannot have changed the others, whose views
+        are those of the state returned last. With `sent`, the step changed the network on
+        the client's links alone, by sending `sent` (`touch.client_links_only`): the spec's
+        messages are those of the state returned last, and only `sent` is noted."""
+        touched = self.replicas if scope is None else [r for r in self.replicas if r in scope]
+        for r in touched:
+            self._views[r] = self._view(r)
+        self._observe_logs(before, cause, touched)
+        if sent is not None and self._last is not None:
+            self._note_sent(sent)
+            return self._shared(self._project(self._last["msgs"]))
         in_flight = self.cluster.in_flight()
-        self._observe(before, cause, [v[0] for v in logs], in_flight)
-        return self._shared(self._project(logs, in_flight))
+        self.observe_network(in_flight)
+        return self._shared(self._project(self._msgs(in_flight)))
+
+    def client_step(self, sent: list[Envelope]) -> State:
+        """The state after a step that ran the client's and the network's code alone
+        (`touch.client_only`): every value the last state's, the same objects; the history
+        notes the requests it sent (`sent`) as `observe_network` would."""
+        if self._last is None:
+            raise ValueError("a client step's state is the last one: project one first")
+        self._note_sent(sent)
+        self._last = dict(self._last)
+        return self._last
+
+    def _note_sent(self, sent: list[Envelope]) -> None:
+        """Note the envelopes a step sent, as `observe_network` notes envelopes new in flight."""
+        for envelope in sent:
+            self._observed[id(envelope)] = envelope
+            self._note(envelope)
 
     def _shared(self, state: State) -> State:
         """`state`, each value equal to the last state's replaced by that one (see `project`)."""
@@ -438,40 +506,37 @@ class Projector:
         self._sets[name] = (len(items), value)
         return value
 
-    def _project(
-        self,
-        logs: list[tuple[tuple[Value, ...], int, tuple[Value, ...], int]],
-        in_flight: list[Envelope],
-    ) -> State:
-        """Every spec variable of the current state (the replicas' `_log_values`, the
-        envelopes in flight), made afresh but for the logs, the epoch caches and the messages
-        (`_log_values`, `_spec_messages`)."""
-        log, hw, epoch_cache, recovery_point = zip(*logs, strict=True)
-        roles = [self._role(r) for r in self.replicas]
-        leader_epoch, leader, fetch_state, isr, remote_leo = zip(*roles, strict=True)
+    def _project(self, msgs: frozenset[Value]) -> State:
+        """Every spec variable of the current state from the replicas' views (`_views`) and
+        the spec's messages in flight (`_msgs`), made afresh but for the logs and the epoch
+        caches (`_log_values`)."""
+        views = self._views
+        (log, hw, cache, recovery_point, checkpoint, offline, alive, incarnation, epoch,
+         leader, fetch_state, isr, remote_leo, pending) = zip(
+            *(views[r] for r in self.replicas), strict=True)  # fmt: skip
         reg = self.cluster.controller.partitions[self.tp]
         h = self.history
         return {
             "log": log,
             "hw": hw,
-            "hwCheckpoint": tuple(self._hw_checkpoint(r) for r in self.replicas),
-            "epochCache": epoch_cache,
+            "hwCheckpoint": checkpoint,
+            "epochCache": cache,
             "recoveryPoint": recovery_point,
-            "leaderEpoch": leader_epoch,
+            "leaderEpoch": epoch,
             "leader": leader,
             "fetchState": fetch_state,
             "isr": isr,
             "remoteLeo": remote_leo,
-            "alive": frozenset(r for r in self.replicas if self.cluster.is_alive(r)),
-            "logDirOffline": frozenset(r for r in self.replicas if self._offline(r)),
-            "incarnation": tuple(self.cluster.incarnations[r] for r in self.replicas),
+            "alive": frozenset(itertools.compress(self.replicas, alive)),
+            "logDirOffline": frozenset(itertools.compress(self.replicas, offline)),
+            "incarnation": incarnation,
             "ctrlLive": frozenset(self.replicas) & self.cluster.controller.live_brokers,
             "ctrlLeader": reg.leader,
             "ctrlEpoch": reg.leader_epoch,
             "ctrlIsr": frozenset(reg.isr),
-            "msgs": self._msgs(in_flight),
+            "msgs": msgs,
             "nextRecord": h.next_record,
-            "pending": self._pending(),
+            "pending": frozenset().union(*pending),
             "acked": self._history_set("acked", h.acked),
             "committed": self._history_set("committed", h.committed),
             "crashes": h.crashes,
@@ -496,52 +561,54 @@ class Projector:
     def observe_network(self, in_flight: list[Envelope] | None = None) -> None:
         """Remember the requests now in flight (`in_flight`, by default the cluster's): their
         responses echo them; each follower's latest request to each leader, and acked
-        produces."""
-        h = self.history
+        produces. An envelope is read once: a second look changes nothing (a fetcher
+        request: max, first wins; a PRODUCE: its records again; its answer: the records
+        of a request read before it, acked again)."""
         observed: dict[int, Envelope] = {}
+        seen = self._observed
         for envelope in self.cluster.in_flight() if in_flight is None else in_flight:
-            payload = envelope.payload
-            seen = self._observed.get(id(envelope)) is envelope
             observed[id(envelope)] = envelope
-            if seen and not isinstance(payload, ProduceRequest | ProduceResponse):
-                continue  # a fetcher request's second look changes nothing (max, first wins)
-            corr = getattr(payload, "correlation_id", -1)
-            key = (envelope.src, envelope.src_incarnation, envelope.dst, corr)
-            if isinstance(payload, ProduceRequest):
-                h.produce_records[payload.correlation_id] = tuple(
-                    rid for p in payload.partitions if p.tp == self.tp for rid in p.record_ids
-                )
-            elif isinstance(payload, ProduceResponse) and envelope.dst == CLIENT:
-                if any(p.tp == self.tp and p.error.name == "NONE" for p in payload.partitions):
-                    h.acked.update(h.produce_records.get(payload.correlation_id, ()))
-            elif is_fetcher_request(payload):
-                link = (envelope.src, envelope.src_incarnation, envelope.dst)
-                h.latest[link] = max(corr, h.latest.get(link, corr))
-                if key not in h.requests:
-                    for message in self._request_messages(envelope):
-                        h.requests[key] = dict(message)
+            if seen.get(id(envelope)) is not envelope:
+                self._note(envelope)
         self._observed = observed
+
+    def _note(self, envelope: Envelope) -> None:
+        """Remember what the history keeps of one envelope in flight (`observe_network`)."""
+        h, payload = self.history, envelope.payload
+        corr = getattr(payload, "correlation_id", -1)
+        if isinstance(payload, ProduceRequest):
+            h.produce_records[payload.correlation_id] = tuple(
+                rid for p in payload.partitions if p.tp == self.tp for rid in p.record_ids
+            )
+        elif isinstance(payload, ProduceResponse) and envelope.dst == CLIENT:
+            if any(p.tp == self.tp and p.error.name == "NONE" for p in payload.partitions):
+                h.acked.update(h.produce_records.get(payload.correlation_id, ()))
+        elif is_fetcher_request(payload):
+            link = (envelope.src, envelope.src_incarnation, envelope.dst)
+            h.latest[link] = max(corr, h.latest.get(link, corr))
+            key = (*link, corr)
+            if key not in h.requests:
+                for message in self._request_messages(envelope):
+                    h.requests[key] = dict(message)
 
     def observe(self, before: State, cause: str | None) -> None:
         """Update the history after a step; `cause` names a log cut ('unclean-shutdown')."""
-        after_logs = [self._log_values(r)[0] for r in self.replicas]
-        self._observe(before, cause, after_logs, self.cluster.in_flight())
+        for r in self.replicas:
+            self._views[r] = self._view(r)
+        self._observe_logs(before, cause, self.replicas)
+        self.observe_network()
 
-    def _observe(
-        self,
-        before: State,
-        cause: str | None,
-        after_logs: list[tuple[Value, ...]],
-        in_flight: list[Envelope],
-    ) -> None:
-        """`observe`, given the logs after the step (`_log_values`, just called for every
-        replica) and the envelopes in flight."""
-        for r, old, new in zip(self.replicas, before["log"], after_logs, strict=True):
+    def _observe_logs(self, before: State, cause: str | None, touched: Sequence[int]) -> None:
+        """`observe`'s reading of the logs, given the replicas the step may have touched
+        (their views just made: the others' logs and HWs did not move): the records removed
+        from a log, and the records a leader's HW has passed."""
+        for r in touched:
+            old, new = before["log"][r - 1], self._views[r].log
             if len(new) < len(old):
                 for entry in old[len(new) :]:
                     if entry != DELETED:
                         self.history.removed.add((r, entry["record"], cause or "truncation"))
-        for r in self.replicas:
+        for r in touched:
             partition = self.cluster.partition(r, self.tp) if self.cluster.is_alive(r) else None
             if partition is not None and partition.leader_replica_id == r:
                 log = self.cluster.log(r, self.tp)
@@ -554,7 +621,6 @@ class Projector:
                     for o in range(start, log.high_watermark):
                         self.history.committed.add((o, log.entries[o - start].record_id))
                     self._committed_from[r] = read
-        self.observe_network(in_flight)
 
     def note_produce_delivered(self) -> None:
         """A PRODUCE reached a broker: the spec's producer moves to its next record."""

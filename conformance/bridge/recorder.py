@@ -16,6 +16,7 @@ them before the action, so a recorded trace replays exactly.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,6 +29,7 @@ from kreplica.conformance.bridge.projection import (
     log_start_of,
 )
 from kreplica.conformance.bridge.step_codec import step_to_json
+from kreplica.conformance.bridge.touch import brokers_touched, client_links_only, client_only
 from kreplica.conformance.tla.itf import ItfState, ItfTrace
 from kreplica.conformance.tla.vocabulary import IMPL_ONLY_ACTIONS, VARIABLES
 from kreplica.impl.cluster import Cluster
@@ -192,6 +194,8 @@ class Recorder:
         """Steps applied since the last recorded action that performed none."""
         self.sent: list[Envelope] = []
         """The messages the last step put on the network."""
+        self.touched: Set[int] | None = None
+        """The brokers the last step could change (`touch.brokers_touched`; None: any)."""
 
     @property
     def state(self) -> State:
@@ -216,13 +220,18 @@ class Recorder:
             and step.broker in before["alive"] - before["logDirOffline"]
         ):
             self.projector.note_fault(unclean=False)  # the spec counts it as a crash
+        self.touched = brokers_touched(self.cluster, step)
         sent = self.sent = self.cluster.apply(step)
         if isinstance(step, DoWork):
             self._remember_senders(step.broker, step.source, sent)
         elif isinstance(step, Deliver) and (step.src, step.dst) in self._fetcher_links(sent):
             self._remember_senders(step.dst, step.src, sent)  # an answer's next request (R9)
-        cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
-        after = self.projector.step(before, cause)
+        if client_only(step):  # it changed no spec variable (`touch`)
+            after = self.projector.client_step(sent)
+        else:
+            cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
+            quiet = self.touched is not None and client_links_only(step, sent)
+            after = self.projector.step(before, cause, self.touched, sent if quiet else None)
         now = self.cluster.clock.now_ms
         events = [replace(e, now_ms=now) for e in self._events(step, named, before, after, sent)]
         if not events:
@@ -304,25 +313,23 @@ class Recorder:
         sent: list[Envelope],
     ) -> list[Event]:
         """The spec actions of one step, with the states between them."""
-        text = repr(step)
         if isinstance(step, DoWork):
-            return self._do_work_events(step, before, after, text, sent)
+            return self._do_work_events(step, before, after, repr(step), sent)
         if isinstance(step, ShrinkIsr):
             out = before["isr"][step.broker - 1] - after["isr"][step.broker - 1]
             if not out:
                 return []
-            return [
-                Event("LeaderShrinkIsr", {"replica": step.broker, "followers": out}, after, text)
-            ]
+            args = {"replica": step.broker, "followers": out}
+            return [Event("LeaderShrinkIsr", args, after, repr(step))]
         if isinstance(step, Tick):
-            return self._tick_events(before, after, text)
+            return self._tick_events(before, after, repr(step))
         if isinstance(step, DeleteRecords):
-            return self._delete_records_events(before, after, text)
+            return self._delete_records_events(before, after, repr(step))
         if named is None or (after == before and named[0] in NO_OPS):
-            return []
+            return []  # most steps: no action, and no text of the step to write
         if named[0] in ("ControllerDetectFailure", "ControllerElectLeader") and after == before:
             return []
-        return [Event(named[0], named[1], after, text)]
+        return [Event(named[0], named[1], after, repr(step))]
 
     def _do_work_events(
         self, step: DoWork, before: State, after: State, text: str, sent: list[Envelope]

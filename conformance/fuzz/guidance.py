@@ -105,12 +105,13 @@ class Coverage:
         """A run's score: the sum, over the distinct abstract states it reached, of 1 / (1 +
         the runs before it that reached that state). A run that reaches one never-seen state
         scores at least 1; one that stays among well-trodden states scores near 0."""
-        return sum(1.0 / (1 + self.seen[a]) for a in set(run))
+        states = run if isinstance(run, set | frozenset) else set(run)
+        return sum(1.0 / (1 + self.seen[a]) for a in states)
 
     def observe(self, run: Iterable[AbstractState]) -> float:
         """Count a finished run's abstract states, extend the curve; the run's rarity (scored
         before it is counted)."""
-        states = set(run)
+        states = run if isinstance(run, set | frozenset) else set(run)
         score = self.rarity(states)
         now = time.perf_counter() - self.started
         for state in states - self.seen.keys():

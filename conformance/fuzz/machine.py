@@ -206,7 +206,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.violation: Violation | None = None
         self.settled_from: int | None = None
         """The impl steps taken before the settle phase (None: it has not begun)."""
-        self.visited: set[AbstractState] = {abstract_state(self.recorder.state)}
+        self._reached = abstract_state(self.recorder.state)
+        """The abstract state the last step reached."""
+        self.visited: set[AbstractState] = {self._reached}
         """The abstract states this run reached (see `guidance`)."""
 
     def teardown(self) -> None:
@@ -381,7 +383,10 @@ class ReplicationMachine(RuleBasedStateMachine):
                 raise FuzzFailure(found, self.steps, self.config)
         self.stats.steps += 1
         after = self.recorder.state
-        self.visited.add(abstract_state(after))
+        reached = abstract_state(after)
+        if reached is not self._reached:  # else the same object, visited already
+            self.visited.add(reached)
+            self._reached = reached
         stirred = not self._faulting and stirred_by(before, after)
         self.faults.tick(stirred)
         self.records.tick()

@@ -54,6 +54,8 @@ def stirred_by(before: State, after: State) -> bool:
     """The step moved a STIRRING_VARS variable or sent a STIRRING_REQUESTS request."""
     if any(before[v] != after[v] for v in STIRRING_VARS):
         return True
+    if after["msgs"] is before["msgs"]:  # most steps: the same messages, shared
+        return False
     sent = after["msgs"] - before["msgs"]
     return any(m["type"] in STIRRING_REQUESTS for m in sent)
 

@@ -52,6 +52,8 @@ class Arrivals:
     answered: set[int] = field(default_factory=set)
     """The correlation ids of the client's requests a broker has answered (a FETCH may wait
     in the purgatory first)."""
+    waiting: dict[int, Arrival] = field(default_factory=dict)
+    """The arrivals not answered yet, in the order of `arrivals` (a broker holds them)."""
 
     def before(
         self, cluster: Cluster, tp: TopicPartition, state: State, step: Step
@@ -72,7 +74,12 @@ class Arrivals:
 
     def after(self, arrival: Arrival | None, sent: list[Envelope]) -> None:
         """Note the request that arrived (from `before`) and the answers the step sent."""
-        self.arrived = None if arrival is None else correlation_id(arrival.request)
+        self.arrived = None
         if arrival is not None:
-            self.arrivals[correlation_id(arrival.request)] = arrival
-        self.answered |= {correlation_id(e.payload) for e in sent if e.dst == CLIENT}
+            key = self.arrived = correlation_id(arrival.request)
+            self.arrivals[key] = arrival
+            if key not in self.answered:
+                self.waiting[key] = arrival
+        for answer in (correlation_id(e.payload) for e in sent if e.dst == CLIENT):
+            self.answered.add(answer)
+            self.waiting.pop(answer, None)

@@ -48,7 +48,7 @@ Reported as `FetchBackoffOnTime`, like an invariant.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass
 
 from kreplica.impl.cluster import Cluster
@@ -184,18 +184,20 @@ def lost_power(cluster: Cluster, broker: int) -> bool:
     return isinstance(death, UncleanShutdown)
 
 
-def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
+def unseen_disconnection_violations(
+    cluster: Cluster, brokers: Set[int] | None = None
+) -> list[tuple[str, str]]:
     """Running fetchers that have not seen their connection break (R8): the source broker is
     down (a process that died, not a host that lost power: `lost_power`) and not cut off from
     the fetcher's broker by a network partition, the request in flight has no answer on its
     way, and yet the fetcher has no work (it would wait for the request's deadline instead of
-    failing it at its next iteration)."""
+    failing it at its next iteration). The fetchers of `brokers` only, if given."""
     down = [b for b in cluster.broker_ids if not cluster.is_alive(b)]
     if not down:
         return []
     found = []
     for broker in cluster.broker_ids:
-        if broker in down:
+        if broker in down or (brokers is not None and broker not in brokers):
             continue
         manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
         for source in down:
@@ -222,10 +224,13 @@ def unseen_disconnection_violations(cluster: Cluster) -> list[tuple[str, str]]:
     return found
 
 
-def _running_fetchers(cluster: Cluster) -> Iterator[tuple[int, int, AbstractFetcherThread]]:
-    """(broker, source, fetcher) of every running fetcher of a running broker, in order."""
+def _running_fetchers(
+    cluster: Cluster, brokers: Set[int] | None = None
+) -> Iterator[tuple[int, int, AbstractFetcherThread]]:
+    """(broker, source, fetcher) of every running fetcher of a running broker (of `brokers`
+    only, if given), in order."""
     for broker in cluster.broker_ids:
-        if not cluster.is_alive(broker):
+        if not cluster.is_alive(broker) or (brokers is not None and broker not in brokers):
             continue
         manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
         for source, fetcher in sorted(manager.fetchers.items()):
@@ -233,12 +238,15 @@ def _running_fetchers(cluster: Cluster) -> Iterator[tuple[int, int, AbstractFetc
                 yield broker, source, fetcher
 
 
-def timed_out_violations(cluster: Cluster) -> list[tuple[str, str]]:
-    """Running fetchers whose request in flight is past its deadline and yet have no work (R8):
-    the NetworkClient expires the request at its next poll, so the fetcher's next iteration
-    fails it and backs its partitions off; a fetcher without work would wait on."""
+def timed_out_violations(
+    cluster: Cluster, brokers: Set[int] | None = None
+) -> list[tuple[str, str]]:
+    """Running fetchers (of `brokers` only, if given) whose request in flight is past its
+    deadline and yet have no work (R8): the NetworkClient expires the request at its next
+    poll, so the fetcher's next iteration fails it and backs its partitions off; a fetcher
+    without work would wait on."""
     now, found = cluster.clock.now_ms, []
-    for broker, source, fetcher in _running_fetchers(cluster):
+    for broker, source, fetcher in _running_fetchers(cluster, brokers):
         flight = fetcher.in_flight
         if flight is None or now <= flight.deadline_ms or fetcher.has_work():
             continue
@@ -253,14 +261,15 @@ def timed_out_violations(cluster: Cluster) -> list[tuple[str, str]]:
     return found
 
 
-def wakeup_violations(cluster: Cluster) -> list[tuple[str, str]]:
-    """Running fetchers that disagree with Kafka's clock about when they have work (R8): one
-    with nothing in flight and a partition ready (its back-off due, no reset pending) has work
-    now (`has_work()`); and the wake-up it gives the simulator (`next_wakeup_ms()`, where the
-    fuzzer's tick to the next deadline lands) is the first instant its request fails (past its
-    deadline, or now if its connection broke) or, with nothing in flight, a back-off ends."""
+def wakeup_violations(cluster: Cluster, brokers: Set[int] | None = None) -> list[tuple[str, str]]:
+    """Running fetchers (of `brokers` only, if given) that disagree with Kafka's clock about
+    when they have work (R8): one with nothing in flight and a partition ready (its back-off
+    due, no reset pending) has work now (`has_work()`); and the wake-up it gives the simulator
+    (`next_wakeup_ms()`, where the fuzzer's tick to the next deadline lands) is the first
+    instant its request fails (past its deadline, or now if its connection broke) or, with
+    nothing in flight, a back-off ends."""
     now, found = cluster.clock.now_ms, []
-    for broker, source, fetcher in _running_fetchers(cluster):
+    for broker, source, fetcher in _running_fetchers(cluster, brokers):
         flight, states = fetcher.in_flight, dict(fetcher.partition_states.items())
         ready = flight is None and any(
             tp not in fetcher.pending_resets and not _delayed(state, now)

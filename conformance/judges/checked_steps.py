@@ -16,6 +16,7 @@ is not promised after a power loss).
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 
 from kreplica.conformance.bridge.projection import (
@@ -160,6 +161,8 @@ class Judge:
         """The HW checkpoint task's schedule, as the steps imply it."""
         self.arrivals = Arrivals()
         """The client's requests and their answers."""
+        self.brokers_judged = False
+        """The brokers and the clock have been judged after a step (`after`)."""
 
     def before(self, step: Step) -> Before:
         """What `step` will be judged against, noted before it runs."""
@@ -193,12 +196,16 @@ class Judge:
         offsets, an ISR change proposed under isr=alter-partition, Kafka's timing rules
         (`backoff`, `lag_times`, `checkpoint_times`), the client's answers and requests."""
         r, before = self.recorder, seen.state
+        # the logs and fetchers of brokers the step could not change (`touch`) stand as they
+        # were judged after the step before (the first step judges every broker)
+        scope = r.touched if self.brokers_judged else None
+        self.brokers_judged = True
         found = (
             _event_violations(self, events, before, invariants)
             or effect_violations(step, before, [e.action for e in events])
-            or offset_violations(r.cluster, r.tp)
+            or offset_violations(r.cluster, r.tp, scope)
             or _proposal_violations(r, before)
-            or _timing_violations(self, step, seen)
+            or _timing_violations(self, step, seen, scope)
             or self.checkpoint_times.violations(step, seen.checkpoint_task, before, r.state)
             or client_violations(r, self.arrivals)
         )
@@ -282,13 +289,16 @@ def effect_violations(step: Step, before: State, actions: list[str]) -> list[Vio
     return [(TAKES_EFFECT, f"{step!r} changed nothing, where the spec's {name} must")]
 
 
-def offset_violations(cluster: Cluster, tp: TopicPartition) -> list[Violation]:
-    """Every log's records sit at consecutive offsets from its log start offset up to its LEO.
-    The spec's log is a sequence indexed by offset, and the projection reads a Log's entries in
-    order; an offset skipped or repeated (no compaction here, which is what leaves gaps in
-    Kafka) or a LEO that is not the offset after the last record would be invisible to it."""
+def offset_violations(
+    cluster: Cluster, tp: TopicPartition, brokers: Set[int] | None = None
+) -> list[Violation]:
+    """Every log's records sit at consecutive offsets from its log start offset up to its LEO
+    (the logs of `brokers` only, if given). The spec's log is a sequence indexed by offset,
+    and the projection reads a Log's entries in order; an offset skipped or repeated (no
+    compaction here, which is what leaves gaps in Kafka) or a LEO that is not the offset after
+    the last record would be invisible to it."""
     found = []
-    for b in cluster.broker_ids:
+    for b in cluster.broker_ids if brokers is None else sorted(brokers):
         log = cluster.log(b, tp)
         if log is None:
             continue
@@ -420,18 +430,20 @@ def _event_violations(
     return []
 
 
-def _timing_violations(judge: Judge, step: Step, seen: Before) -> list[Violation]:
+def _timing_violations(
+    judge: Judge, step: Step, seen: Before, brokers: Set[int] | None = None
+) -> list[Violation]:
     """Kafka's timing rules on the simulated clock: the deadline of a request a fetcher
     sends, a fetcher iteration's or an answer's back-off, a broken connection seen at once, a
-    request past its deadline failed at the next iteration (`backoff`), an ISR shrink's lag
-    time (`lag_times`)."""
+    request past its deadline failed at the next iteration (`backoff`; of the fetchers of
+    `brokers` only, if given), an ISR shrink's lag time (`lag_times`)."""
     recorder, fetcher = judge.recorder, seen.fetcher
     cluster, backoff = recorder.cluster, recorder.cluster.config.replica_fetch_backoff_ms
     timeout = cluster.config.replica_socket_timeout_ms
     unseen = (
-        unseen_disconnection_violations(cluster)
-        or timed_out_violations(cluster)
-        or wakeup_violations(cluster)
+        unseen_disconnection_violations(cluster, brokers)
+        or timed_out_violations(cluster, brokers)
+        or wakeup_violations(cluster, brokers)
     )
     if unseen:
         return unseen
@@ -459,7 +471,5 @@ def client_violations(r: Recorder, books: Arrivals) -> list[Violation]:
     """The answers the last step sent to the client, and the client's requests held too
     long (`client_answers`), by the ledger of their arrivals."""
     found = client_answer_violations(r.cluster, r.tp, r.sent, r.state, books.arrivals)
-    held = held_request_violations(
-        r.cluster, r.state, books.arrivals, books.answered, books.arrived
-    )
+    held = held_request_violations(r.cluster, r.state, books.waiting, books.answered, books.arrived)
     return found + held

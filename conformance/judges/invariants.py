@@ -43,11 +43,11 @@ def _deleted_below(s: State) -> int:
     return max(log_start_of(s, r) for r in _replicas(s))
 
 
-def _holds(s: State, r: int, offset: int, record: int) -> bool:
-    """HoldsCommitted: r holds the record at its offset, unless a client deleted it."""
+def _holds(s: State, r: int, offset: int, record: int, below: int) -> bool:
+    """HoldsCommitted: r holds the record at its offset, unless a client deleted it (`below`:
+    `_deleted_below(s)`)."""
     log = s["log"][r - 1]
-    deleted = offset < _deleted_below(s)
-    return deleted or (offset < len(log) and log[offset]["record"] == record)
+    return offset < below or (offset < len(log) and log[offset]["record"] == record)
 
 
 def logs_agree(a: Any, b: Any) -> bool:
@@ -92,9 +92,10 @@ def acked_records_never_lost(s: State) -> str | None:
 
 def committed_records_on_isr(s: State) -> str | None:
     """Every ISR member holds every committed record at its offset."""
+    below, committed = _deleted_below(s), sorted(s["committed"])
     for r in sorted(s["ctrlIsr"]):
-        for offset, record in sorted(s["committed"]):
-            if not _holds(s, r, offset, record):
+        for offset, record in committed:
+            if not _holds(s, r, offset, record, below):
                 return f"ISR member {r} lacks committed record {record} at offset {offset}"
     return None
 
@@ -102,13 +103,15 @@ def committed_records_on_isr(s: State) -> str | None:
 def consistent_reads(s: State) -> str | None:
     """A record read below a HW never changes, and the leader in office holds it."""
     seen: dict[int, int] = {}
-    for offset, record in sorted(s["committed"]):
+    committed = sorted(s["committed"])
+    for offset, record in committed:
         if seen.setdefault(offset, record) != record:
             return f"offset {offset} was read as record {seen[offset]} and as {record}"
     for leader in _replicas(s):
         if _in_office(s, leader):
-            for offset, record in sorted(s["committed"]):
-                if not _holds(s, leader, offset, record):
+            below = _deleted_below(s)
+            for offset, record in committed:
+                if not _holds(s, leader, offset, record, below):
                     return f"leader {leader} lost record {record} read at offset {offset}"
     return None
 
