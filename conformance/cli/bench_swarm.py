@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kreplica.conformance.bench import swarm as swarm_bench
-from kreplica.conformance.cli.conform import _spark_conf
 from kreplica.conformance.cli.console import markdown_table
+from kreplica.conformance.cli.spark_options import read_spark_conf
 
 SWARM_EPILOG = """\b
 Examples:
@@ -126,7 +126,7 @@ def swarm_command(
     as_markdown: bool,
 ) -> None:
     """Measure kreplica fuzz --master: the same swarm on each master, steps per second."""
-    conf = _spark_conf(confs, no_spark=False)
+    conf = read_spark_conf(confs)
     rows = swarm_bench.measure(seeds, examples, steps, seed, masters or swarm_bench.MASTERS, conf)
     console = Console(highlight=False)
     if not console.is_terminal:

@@ -18,9 +18,9 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 from rich.text import Text
 
-from kreplica.conformance.cli.conform import _spark_conf
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir, check_output_file
+from kreplica.conformance.cli.spark_options import read_spark_conf
 from kreplica.conformance.errors import PROG, CheckerError, KreplicaError
 from kreplica.conformance.spark import spark_failure
 from kreplica.conformance.tla.itf import write_text_atomic
@@ -341,7 +341,7 @@ def _spark_options(
             "run at once",
             param_hint="'--jobs'",
         )
-    return _spark_conf(confs, no_spark=False)
+    return read_spark_conf(confs)
 
 
 def _on_spark(

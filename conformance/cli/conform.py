@@ -21,6 +21,7 @@ from rich.text import Text
 
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir
+from kreplica.conformance.cli.spark_options import read_spark_conf
 from kreplica.conformance.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -193,16 +194,6 @@ def _outcome_line(summary: Summary) -> str | None:
     if v[VIOLATES]:
         return f"kreplica: {v[VIOLATES]:,} of {summary.traces:,} traces violate the spec"
     return None
-
-
-def _spark_conf(confs: tuple[str, ...], no_spark: bool) -> dict[str, str]:
-    """--conf KEY=VALUE pairs as Spark properties (one line for a malformed one)."""
-    if confs and no_spark:
-        raise click.BadParameter("--conf sets Spark properties; it does nothing with --no-spark")
-    bad = [c for c in confs if "=" not in c or not c.split("=", 1)[0]]
-    if bad:
-        raise click.BadParameter(f"{bad[0]!r} is not KEY=VALUE", param_hint="'--conf'")
-    return dict(c.split("=", 1) for c in confs)
 
 
 def _reader(choice: str, tlc: TlcOptions) -> Path | None:
@@ -411,7 +402,7 @@ def conform_command(
     run's trace is rejected), or with --as-recorded against the variant it records.
     """
     spec = resolve_spec_dir(spec_dir)
-    spark_conf = _spark_conf(confs, no_spark)
+    spark_conf = read_spark_conf(confs, no_spark)
     check_output_dir(out, "results to")
     params = _params(variants, bugs, min_isr, fetch_max_records)
     params = replace(params, invariants=_invariants(invariants, spec), as_recorded=as_recorded)

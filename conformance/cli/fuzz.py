@@ -25,9 +25,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from kreplica.conformance.cli.conform import _spark_conf
 from kreplica.conformance.cli.console import console as make_console
 from kreplica.conformance.cli.outputs import check_output_dir
+from kreplica.conformance.cli.spark_options import read_spark_conf
 from kreplica.conformance.errors import EXIT_OK, EXIT_UNEXPECTED, KreplicaError
 from kreplica.conformance.fuzz.campaign import (
     FuzzResult,
@@ -571,7 +571,7 @@ def _swarm_options(
                 "--seeds runs a swarm on Spark; give --master too", param_hint="'--seeds'"
             )
         return {}
-    return _spark_conf(confs, no_spark=False)
+    return read_spark_conf(confs)
 
 
 def _fuzz_swarm(swarm: Swarm, corpus: Path | None, out: Path, require_all_actions: bool) -> int:
