@@ -11,7 +11,14 @@ import pytest
 from kreplica.conformance.errors import CheckerError
 from kreplica.conformance.tla.specs import load_config
 from kreplica.conformance.tla.tlavalue import Map, ModelValue, Record
-from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools, run_tlc, tlc_command
+from kreplica.conformance.tla.tlc import (
+    TlcOptions,
+    find_java,
+    find_tla2tools,
+    run_tlc,
+    settled_jar,
+    tlc_command,
+)
 from kreplica.conformance.tla.tlc_output import (
     MessageParser,
     Outcome,
@@ -338,6 +345,34 @@ def test_run_tlc_class_archive(spec_dir: Path, tmp_path: Path) -> None:
     for result in (first, second, third):
         assert result.outcome == Outcome(Verdict.VIOLATION, "Small")
         assert len(result.trace) == 3 and "cds" not in result.output
+
+
+@pytest.mark.tlc
+def test_shipped_jar_keeps_its_class_archive(spec_dir: Path, tmp_path: Path) -> None:
+    """A jar shipped to a new directory in each Spark application runs from one settled path,
+    so the second application's TLC maps the archive the first one's wrote."""
+    cds, commands = tmp_path / "cds", []
+    for application in ("app-1", "app-2"):
+        shipped = tmp_path / application / "tla2tools.jar"
+        shipped.parent.mkdir()
+        shipped.write_bytes(find_tla2tools().read_bytes())  # a new path and mtime each time
+        jar = settled_jar(shipped, cds)
+        assert jar.parent.parent == cds / "jars" and jar.read_bytes() == shipped.read_bytes()
+        config = load_config(spec_dir, "CounterBug")
+        options = TlcOptions(java=find_java(), jar=jar, class_archives=cds)
+        commands.append(run_tlc(config.module_path, config.path, options).command)
+    assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in commands[0])
+    assert any(a.startswith("-XX:SharedArchiveFile=") for a in commands[1])
+    assert len(list(cds.glob("tlc-*.jsa"))) == 1
+
+
+def test_settled_jar_without_a_cache(tmp_path: Path) -> None:
+    """No directory, or one that cannot be written: the shipped jar itself."""
+    jar = tmp_path / "tla2tools.jar"
+    jar.write_bytes(b"jar")
+    assert settled_jar(jar, None) == jar
+    (tmp_path / "file").write_text("not a directory")
+    assert settled_jar(jar, tmp_path / "file") == jar
 
 
 @pytest.mark.tlc

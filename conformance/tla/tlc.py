@@ -129,7 +129,8 @@ def class_archive(directory: Path | None, java: str, jar: Path) -> Path | None:
 
 
 ARCHIVES_KEPT = 6
-"""Archives kept per directory: each Spark application ships the jar to a new path."""
+"""Archives kept per directory (one per Java and jar; a Spark task runs the jar it was shipped
+from its settled path, `settled_jar`)."""
 
 
 def class_archive_flags(archive: Path | None, workdir: Path) -> list[str]:
@@ -162,6 +163,27 @@ def _keep_class_archive(archive: Path | None, workdir: Path) -> None:
             old.unlink(missing_ok=True)
     except OSError:
         staged.unlink(missing_ok=True)  # an unwritable cache only costs the speed-up
+
+
+def settled_jar(jar: Path, class_archives: Path | None) -> Path:
+    """`jar` at a path named after its contents, in `class_archives` (a copy made once), so
+    that its class archive (`class_archive`, keyed on the jar's path) fits the next run too:
+    Spark ships the jar to a new directory in every application, where TLC would write an
+    archive at exit and never map one. `jar` itself without a directory, or where the copy
+    cannot be made."""
+    if class_archives is None:
+        return jar
+    try:
+        digest = hashlib.sha256(jar.read_bytes()).hexdigest()[:16]
+        settled = class_archives / "jars" / digest / jar.name
+        if not settled.is_file():
+            settled.parent.mkdir(parents=True, exist_ok=True)
+            staged = settled.with_name(f".{jar.name}.{os.getpid()}.{threading.get_ident()}")
+            shutil.copyfile(jar, staged)
+            os.replace(staged, settled)  # parallel tasks may race: either copy is the jar
+    except OSError:
+        return jar
+    return settled
 
 
 _LIVE: set[subprocess.Popen[str]] = set()

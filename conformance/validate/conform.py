@@ -51,6 +51,7 @@ from kreplica.conformance.spark import (
     watch_tasks,
 )
 from kreplica.conformance.tla.itf import printable
+from kreplica.conformance.tla.tlc import settled_jar
 from kreplica.conformance.validate import tlcdata
 from kreplica.conformance.validate.runs import (
     Place,
@@ -383,14 +384,16 @@ def _write_part(parts: Path, index: int, rows: list[dict[str, Any]], metadata: M
 
 
 def _shipped(settings: CheckSettings) -> CheckSettings:
-    """`settings` with the spec, jar and reader classes Spark shipped to this executor."""
+    """`settings` with the spec, jar and reader classes Spark shipped to this executor (the jar
+    at a settled path, `settled_jar`, where its class archive is kept)."""
     from pyspark import SparkFiles
 
-    jar, shipped = settings.tlc.jar, Path(SparkFiles.get(f"{SPEC_MODULE}.tla")).parent
+    tlc, shipped = settings.tlc, Path(SparkFiles.get(f"{SPEC_MODULE}.tla")).parent
+    jar = settled_jar(Path(SparkFiles.get(tlc.jar.name)), tlc.class_archives) if tlc.jar else None
     return replace(
         settings,
         spec_dir=shipped,
-        tlc=replace(settings.tlc, jar=Path(SparkFiles.get(jar.name)) if jar else None),
+        tlc=replace(tlc, jar=jar),
         reader=shipped if settings.reader else None,  # its classes were shipped beside the spec
     )
 
