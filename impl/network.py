@@ -80,6 +80,11 @@ class Network:
         blocked = self.blocked
         return [link for link in self._sorted_links if queues[link] and link not in blocked]
 
+    def lanes(self) -> list[tuple[Link, deque[Envelope]]]:
+        """(link, its queue) for every link that has had a message, sorted (the order of
+        `links`); the queues are the network's own, to read, not to change."""
+        return self._lanes
+
     def queue(self, link: Link) -> list[Envelope]:
         """The messages queued on link, oldest first."""
         return list(self.queues.get(link, ()))

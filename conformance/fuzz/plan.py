@@ -25,7 +25,7 @@ before the plan moved here), and by `tests/test_leader_changes.py` for `LEADER_C
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from kreplica.conformance.bridge.projection import State
@@ -115,6 +115,10 @@ class Budget:
         if quiet:
             return True
         return self.wait == 0 if self.window is None else self.calm < self.window
+
+    def ready_if(self, quiet: Callable[[], bool]) -> bool:
+        """`ready(quiet())`, asking `quiet` (a costly question) only if some are left."""
+        return self.left > 0 and self.ready(quiet())
 
     def spend(self) -> None:
         """One event happened."""
