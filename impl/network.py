@@ -150,10 +150,9 @@ class Network:
 
     def in_flight(self) -> list[Envelope]:
         """Every queued message, in send order."""
-        return sorted(
-            (envelope for queue in self.queues.values() for envelope in queue),
-            key=lambda e: e.msg_id,
-        )
+        # An envelope is a tuple that starts with its msg_id, unique in the network, so tuples
+        # compare as their msg_ids do (and faster than through a key function).
+        return sorted(envelope for queue in self.queues.values() for envelope in queue)
 
     def __len__(self) -> int:
         return sum(len(queue) for queue in self.queues.values())
