@@ -374,7 +374,7 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def may_produce(self) -> bool:
         """The record budget allows a record now, and a broker believes it leads."""
-        return self.records.ready_if(self.quiet) and bool(self.leaders())
+        return self.records.ready_if(self.quiet) and bool(self._leaders())
 
     def _apply(self, *steps: Step) -> None:
         """Apply steps through the recorder; stop the run at the first violation."""
@@ -419,13 +419,17 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def leaders(self) -> list[int]:
         """Running brokers that believe they lead the partition (a producer's targets)."""
+        return list(self._leaders())
+
+    def _leaders(self) -> list[int]:
+        """`leaders`, computed once a step: the list itself, not to be changed."""
         found = self._now.get("leaders")
         if found is None:
             state = self.recorder.state
             found = self._now["leaders"] = [
                 b for b in sorted(state["alive"]) if state["leader"][b - 1] == b
             ]
-        return list(found)
+        return found
 
     # ------------------------------------------------------------ settling
 
@@ -547,15 +551,15 @@ class ReplicationMachine(RuleBasedStateMachine):
     def _may(self, kind: str) -> bool:
         """The verb `kind` has a step to take now (its choices, or the client's and the
         clock's conditions)."""
+        if kind not in VERBS:  # most kinds: a rule of CHOICES
+            return bool(self.choices(kind))
         if kind in ("produce", "refused_produce"):
             return self.may_produce()
         if kind == "list_offsets":
             return bool(self.recorder.state["alive"])
         if kind == "consume":
-            return bool(self.produced) and bool(self.leaders())
-        if kind == "tick":
-            return self.quiet() or self.lagging()
-        return bool(self.choices(kind))
+            return bool(self.produced) and bool(self._leaders())
+        return self.quiet() or self.lagging()  # tick
 
     # ------------------------------------------------------------ the client
 
