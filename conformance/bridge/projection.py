@@ -74,11 +74,11 @@ class OnVariables(Generic[T]):
 
     def __call__(self, s: State) -> T:
         """The function's answer on `s`."""
-        values = self._read(s)[: len(self.reads)]
+        values = self._read(s)  # the reads, then the first again (compared, not passed on)
         last = self._values
         if last is not None and all(map(operator.is_, values, last)):
             return self._answer  # type: ignore[no-any-return]
-        answer = self.function(dict(zip(self.reads, values, strict=True)))
+        answer = self.function(dict(zip(self.reads, values[: len(self.reads)], strict=True)))
         self._values, self._answer = values, answer
         return answer
 

@@ -17,7 +17,7 @@ them before the action, so a recorded trace replays exactly.
 from __future__ import annotations
 
 from collections.abc import Set
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kreplica.conformance.bridge.local_partitions import SPEC_TP
@@ -178,6 +178,12 @@ def delivery_action(
     return (name, {"replica": dst, "leader": src}) if name else None
 
 
+def _timed(event: Event, now_ms: int, hidden: tuple[Step, ...]) -> Event:
+    """`event` at the clock's `now_ms`, after the `hidden` steps (what `dataclasses.replace`
+    would make, without its generic field-by-field copy: one per recorded action)."""
+    return Event(event.action, event.args, event.state, event.step, hidden, now_ms)
+
+
 class Recorder:
     """Applies simulator steps and records the spec actions they perform (an ITF trace)."""
 
@@ -232,14 +238,13 @@ class Recorder:
             cause = "unclean-shutdown" if isinstance(step, UncleanShutdown) else None
             quiet = self.touched is not None and client_links_only(step, sent)
             after = self.projector.step(before, cause, self.touched, sent if quiet else None)
-        now = self.cluster.clock.now_ms
-        events = [replace(e, now_ms=now) for e in self._events(step, named, before, after, sent)]
+        events = self._events(step, named, before, after, sent)
         if not events:
             self.hidden.append(step)
             return events
-        if self.hidden:
-            events[0] = replace(events[0], hidden=tuple(self.hidden))
-            self.hidden = []
+        now, hidden = self.cluster.clock.now_ms, tuple(self.hidden)
+        events = [_timed(e, now, hidden if i == 0 else e.hidden) for i, e in enumerate(events)]
+        self.hidden = []
         self.events.extend(events)
         return events
 

@@ -52,9 +52,12 @@ def _queues(c: Cluster, deliverable: bool) -> list[tuple[int, int, int]]:
     """(src, dst, queued) of each link with messages (deliverable: not partitioned), client
     links left out: the client's requests are delivered at once, and its answers mean nothing
     to the spec (an ack counts when the leader sends it)."""
-    links = c.network.deliverable_links() if deliverable else c.network.links()
-    queues = c.network.queues
-    return [(a, b, len(queues[(a, b)])) for a, b in links if CLIENT not in (a, b)]
+    blocked = c.network.blocked if deliverable else ()
+    return [
+        (a, b, len(queue))
+        for (a, b), queue in c.network.lanes()  # in the order of links()
+        if queue and a != CLIENT and b != CLIENT and (a, b) not in blocked
+    ]
 
 
 def behind(s: State, leader: int) -> bool:

@@ -112,12 +112,17 @@ class Coverage:
         """Count a finished run's abstract states, extend the curve; the run's rarity (scored
         before it is counted)."""
         states = run if isinstance(run, set | frozenset) else set(run)
-        score = self.rarity(states)
         now = time.perf_counter() - self.started
-        for state in states - self.seen.keys():
-            self.first_seen[state] = now
-        self.seen.update(states)
-        self.curve.append((now, len(self.seen)))
+        seen, score = self.seen, 0.0
+        # One pass, so each state is hashed once (a state is a nested tuple, whose hash is
+        # computed afresh each time): `rarity`'s sum in the same order, then the counts.
+        for state in states:
+            count = seen[state]
+            score += 1.0 / (1 + count)
+            if count == 0:
+                self.first_seen[state] = now
+            seen[state] = count + 1
+        self.curve.append((now, len(seen)))
         return score
 
 

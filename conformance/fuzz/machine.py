@@ -315,11 +315,13 @@ class ReplicationMachine(RuleBasedStateMachine):
             if kind in ("flush", "checkpoint"):  # they matter only to unclean shutdowns
                 allowed = "unclean_shutdown" in self.kinds and kind in self.kinds
             if kind == "delete_records":  # as often as a record may be produced
-                allowed = allowed and self.records.ready(self.quiet())
+                allowed = allowed and self.records.ready_if(self.quiet)
             if kind == "change_leader":  # as planned (plan.LEADER_CHANGES)
-                allowed = allowed and self.leader_changes.ready(self.quiet())
+                allowed = allowed and self.leader_changes.ready_if(self.quiet)
                 state = self.recorder.state
                 allowed = allowed and (took_office if self.hasty else wrote_in_office)(state)
+            if kind == "shrink_isr":  # out of sync by either clock means behind (`lagging`)
+                allowed = allowed and self.lagging()
             found = CHOICES[kind](self.cluster, self.recorder.state) if allowed else []
             if kind == "shrink_isr" and allowed:
                 found = sorted(set(found) | set(self._lagging_by_the_clock()), key=repr)
@@ -338,6 +340,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         """The fault budget is not spent, and the replication state moved a moment ago (see
         `plan.STIRRING_VARS`) or nothing else could happen (a quiet cluster with no record to
         produce). So faults strike while replication is going on."""
+        if self.faults.left <= 0:
+            return False  # spent: the quiet question need not be asked
         stuck = self.records.left == 0 and self.quiet()
         return self.faults.ready(quiet=stuck)
 
@@ -350,7 +354,9 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _quiet(self) -> bool:
         """`quiet`, computed."""
-        messages = self.choices("deliver") + self.choices("reorder")
+        # A message reorder may take waits on a link whose oldest message deliver may take (the
+        # same destination), so reorder's choices matter only where deliver is not allowed.
+        messages = self.choices("deliver" if "deliver" in self.kinds else "reorder")
         if any(isinstance(m, Deliver) and m.dst != CONTROLLER for m in messages):
             return False
         return not self.choices("fetch")
@@ -368,7 +374,7 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def may_produce(self) -> bool:
         """The record budget allows a record now, and a broker believes it leads."""
-        return self.records.ready(self.quiet()) and bool(self.leaders())
+        return self.records.ready_if(self.quiet) and bool(self._leaders())
 
     def _apply(self, *steps: Step) -> None:
         """Apply steps through the recorder; stop the run at the first violation."""
@@ -413,13 +419,17 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def leaders(self) -> list[int]:
         """Running brokers that believe they lead the partition (a producer's targets)."""
+        return list(self._leaders())
+
+    def _leaders(self) -> list[int]:
+        """`leaders`, computed once a step: the list itself, not to be changed."""
         found = self._now.get("leaders")
         if found is None:
             state = self.recorder.state
             found = self._now["leaders"] = [
                 b for b in sorted(state["alive"]) if state["leader"][b - 1] == b
             ]
-        return list(found)
+        return found
 
     # ------------------------------------------------------------ settling
 
@@ -541,15 +551,15 @@ class ReplicationMachine(RuleBasedStateMachine):
     def _may(self, kind: str) -> bool:
         """The verb `kind` has a step to take now (its choices, or the client's and the
         clock's conditions)."""
+        if kind not in VERBS:  # most kinds: a rule of CHOICES
+            return bool(self.choices(kind))
         if kind in ("produce", "refused_produce"):
             return self.may_produce()
         if kind == "list_offsets":
             return bool(self.recorder.state["alive"])
         if kind == "consume":
-            return bool(self.produced) and bool(self.leaders())
-        if kind == "tick":
-            return self.quiet() or self.lagging()
-        return bool(self.choices(kind))
+            return bool(self.produced) and bool(self._leaders())
+        return self.quiet() or self.lagging()  # tick
 
     # ------------------------------------------------------------ the client
 

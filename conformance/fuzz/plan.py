@@ -25,7 +25,7 @@ before the plan moved here), and by `tests/test_leader_changes.py` for `LEADER_C
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from kreplica.conformance.bridge.projection import State
@@ -116,6 +116,10 @@ class Budget:
             return True
         return self.wait == 0 if self.window is None else self.calm < self.window
 
+    def ready_if(self, quiet: Callable[[], bool]) -> bool:
+        """`ready(quiet())`, asking `quiet` (a costly question) only if some are left."""
+        return self.left > 0 and self.ready(quiet())
+
     def spend(self) -> None:
         """One event happened."""
         self.left -= 1
@@ -123,7 +127,7 @@ class Budget:
 
     def tick(self, stirred: bool = False) -> None:
         """One step went by (and moved the replication state, if `stirred`)."""
-        self.wait = max(0, self.wait - 1)
+        self.wait = self.wait - 1 if self.wait > 0 else 0  # max(0, wait - 1), without a call
         self.calm = 0 if stirred else self.calm + 1
 
 

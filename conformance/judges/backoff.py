@@ -192,6 +192,8 @@ def unseen_disconnection_violations(
     the fetcher's broker by a network partition, the request in flight has no answer on its
     way, and yet the fetcher has no work (it would wait for the request's deadline instead of
     failing it at its next iteration). The fetchers of `brokers` only, if given."""
+    if brokers is not None and not brokers:
+        return []  # no fetcher to judge (a client's step, a message to the controller)
     down = [b for b in cluster.broker_ids if not cluster.is_alive(b)]
     if not down:
         return []
@@ -230,7 +232,7 @@ def _running_fetchers(
     """(broker, source, fetcher) of every running fetcher of a running broker (of `brokers`
     only, if given), in order."""
     for broker in cluster.broker_ids:
-        if not cluster.is_alive(broker) or (brokers is not None and broker not in brokers):
+        if (brokers is not None and broker not in brokers) or not cluster.is_alive(broker):
             continue
         manager = cluster.brokers[broker].replica_manager.replica_fetcher_manager
         for source, fetcher in sorted(manager.fetchers.items()):

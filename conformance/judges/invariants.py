@@ -193,6 +193,8 @@ def leader_epochs_only_grow(before: State, after: State) -> str | None:
     """The controller's epoch and each running replica's epoch never fall (an action property)."""
     if after["ctrlEpoch"] < before["ctrlEpoch"]:
         return "the controller's leader epoch fell"
+    if after["leaderEpoch"] is before["leaderEpoch"]:
+        return None  # the same epochs (the projection shares an unchanged value): none fell
     for r in sorted(set(before["alive"]) & set(after["alive"])):
         if after["leaderEpoch"][r - 1] < before["leaderEpoch"][r - 1]:
             return f"replica {r}'s leader epoch fell"
@@ -210,6 +212,8 @@ def isr_joins_caught_up(before: State, after: State) -> str | None:
     """Within a leader's epoch a follower joins its ISR only from a fetch at or past the
     leader's HW and the start of its epoch (R11, the guard KAFKA-7128 lacks; an action
     property: the fetch offset is the follower's LEO the leader records after the step)."""
+    if after["isr"] is before["isr"]:
+        return None  # the same ISRs (the projection shares an unchanged value): none joined
     for l in _replicas(after):  # noqa: E741 (the spec's name)
         i = l - 1
         same = before["leader"][i] == after["leader"][i] == l
