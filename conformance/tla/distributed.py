@@ -41,7 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kreplica.conformance.errors import CheckerError
-from kreplica.conformance.tla.tlc import JAVA_HINT, find_tla2tools, spawn, stop, stream
+from kreplica.conformance.tla.tlc import (
+    JAVA_HINT,
+    find_java,
+    find_tla2tools,
+    spawn,
+    stop,
+    stream,
+)
 from kreplica.conformance.tla.tlc_output import Outcome, TlcOutput, TlcResult, Verdict
 
 LOOPBACK = "127.0.0.1"
@@ -103,9 +110,10 @@ def has_properties(config: Path) -> bool:
 
 
 def jvm(options: DistributedOptions, port: int, tmpdir: Path) -> list[str]:
-    """The JVM part of every command: Java, flags, the RMI port and host, the temp dir."""
+    """The JVM part of every command: Java (an absolute path: the processes run in different
+    directories), flags, the RMI port and host, the temp dir."""
     return [
-        options.java,
+        find_java(options.java),
         *options.jvm_flags,
         *RMI_EXPORTS,
         "-Dfile.encoding=UTF-8",
