@@ -297,6 +297,16 @@ def spawn(cmd: Sequence[str], cwd: Path, stderr_path: Path) -> subprocess.Popen[
     return proc
 
 
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a checker `spawn` started: kill its process group unless it has exited, reap it,
+    and forget it (its stdout is left to whoever reads it)."""
+    if proc.poll() is None:
+        _kill_group(proc)
+    proc.wait()
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
 def stream(proc: subprocess.Popen[str], feed: Callable[[str], None], limit: float | None) -> bool:
     """Feed each stdout line to `feed` until the process exits; True if the time limit hit."""
     killed = threading.Event()
