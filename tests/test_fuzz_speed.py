@@ -266,3 +266,18 @@ def test_no_broker_holds_another_brokers_objects() -> None:
         assert not common, [type(reach[a][i]).__name__ for i in common]
     controller = _mutable_objects(cluster.controller, {id(cluster.clock), id(cluster.variant)})
     assert not any(controller.keys() & objects.keys() for objects in reach.values())
+
+
+def test_the_hypothesis_floor_counts_the_draws_it_was_asked_for() -> None:
+    """`kreplica bench fuzz --hypothesis-floor`: the draws-per-step count of a campaign is the
+    draws its runs made (the drawer is put back after), and a machine that only draws takes
+    more CPU per step for more draws."""
+    from kreplica.conformance.bench import hypothesis_floor as hf
+    from kreplica.conformance.fuzz import machine
+
+    before = vars(machine)["integer_drawer"]
+    per_step = hf.draws_per_step(examples=20, max_steps=20)
+    assert vars(machine)["integer_drawer"] is before
+    assert 1 <= per_step <= 10  # a kind (one to four tries) and its arguments, each a draw
+    few, many = hf.floor(1, examples=30, max_steps=30), hf.floor(12, examples=30, max_steps=30)
+    assert few.steps > 0 and many.steps > 0 and many.micros > few.micros

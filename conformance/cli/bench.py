@@ -132,6 +132,8 @@ Examples:
   kreplica bench fuzz --seeds 0                throughput only
   kreplica bench fuzz --seeds 0 --throughput-examples 200 --profile
                                                where a step's time goes
+  kreplica bench fuzz --seeds 0 --hypothesis-floor
+                                               Hypothesis's own time per step
   kreplica bench fuzz --throughput-examples 0 --seeds 5 --time-limit 120 --markdown
                                                time to detect every target
   kreplica bench fuzz --throughput-examples 0 --seeds 5 --defaults --only kafka-10706
@@ -222,6 +224,13 @@ def detection_markdown(rows: Sequence[fuzz_bench.Detection]) -> str:
     help="Run the throughput campaign under cProfile instead, and print where its time goes "
     "(markdown rows).",
 )
+@click.option(
+    "--hypothesis-floor",
+    is_flag=True,
+    help="Instead of the throughput campaign, measure Hypothesis's own CPU time per step (a "
+    "machine that only draws 1, 2, 3 and 6 integers a step) and the draws per step of the "
+    "campaign.",
+)
 def fuzz_command(
     throughput_examples: int,
     seeds: int,
@@ -230,6 +239,7 @@ def fuzz_command(
     defaults: bool,
     as_markdown: bool,
     as_profile: bool,
+    hypothesis_floor: bool,
 ) -> None:
     """Measure the fuzzer's throughput and its time to detect each seeded bug and variant."""
     console = Console(highlight=False)
@@ -238,7 +248,9 @@ def fuzz_command(
     unknown = fuzz_bench.unknown_targets(only)
     if unknown:
         raise click.BadParameter(f"unknown target {unknown[0]!r}", param_hint="--only")
-    if as_profile and throughput_examples > 0:
+    if hypothesis_floor and throughput_examples > 0:
+        _print_floor(console, throughput_examples)
+    elif as_profile and throughput_examples > 0:
         rooms, total = fuzz_bench.profile(throughput_examples)
         console.print(f"where the time goes (cProfile, {total:.1f} s in all):", soft_wrap=True)
         for room, seconds in rooms.most_common():
@@ -263,6 +275,24 @@ def fuzz_command(
         console.print(detection_table(rows))
         if as_markdown:
             console.print(detection_markdown(rows), soft_wrap=True)
+
+
+def _print_floor(console: Console, examples: int) -> None:
+    """Hypothesis's CPU time per step for a few draws per step, the line through them, and
+    what that makes of the throughput campaign's draws."""
+    from kreplica.conformance.bench import hypothesis_floor as hf
+
+    floors = [hf.floor(draws, examples) for draws in hf.DRAWS]
+    for f in floors:
+        console.print(f"hypothesis floor: {f.draws} draws a step: {f.micros:.1f} us/step "
+                      f"({f.steps:,} steps, {f.cpu_seconds:.2f} s CPU)")  # fmt: skip
+    loop, per_draw = hf.loop_and_draw(floors)
+    draws = hf.draws_per_step(examples)
+    console.print(
+        f"the stateful loop {loop:.1f} us/step, {per_draw:.1f} us per draw; the throughput "
+        f"campaign draws {draws:.2f} a rule step: Hypothesis about {loop + draws * per_draw:.0f} "
+        "us a step"
+    )
 
 
 # -- hidden ----------------------------------------------------------------------------------
