@@ -21,6 +21,7 @@ from kreplica.conformance.tla.itf import read_trace
 from kreplica.conformance.tla.specs import (
     default_spec_dir,
     load_config,
+    load_suites,
     parse_header,
     resolve_spec_dir,
     select_configs,
@@ -362,6 +363,13 @@ def test_bad_headers(tmp_path: Path, cfg: str, tla: bool, message: str) -> None:
     assert result.exit_code == 2
     line = one_error_line(result)
     assert line.startswith("kreplica: error: ") and message in line
+
+
+def test_the_full_suite_holds_the_ci_suite() -> None:
+    """spec/suites.toml's full suite is the ci suite plus larger configs: a config added to
+    the ci suite alone is checked by `make check-full` too (WitnessAckedOnNewLeader was not)."""
+    suites = load_suites(default_spec_dir())
+    assert set(suites["ci"]) <= set(suites["full"])
 
 
 @pytest.mark.parametrize(
