@@ -14,6 +14,7 @@ import `errors` alone (`kreplica.conformance.ROOMS`).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -211,13 +212,21 @@ side imports (click, through `errors`; pure Python). A task that imports more sh
 (`ship_installed`): the fuzzer's tasks ship Hypothesis."""
 
 
+def _scratch(prefix: str) -> Path:
+    """A new temporary directory, removed when this process exits (Spark has served its files
+    to the executors by then; each run left a zip in the temporary directory before)."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
+
+
 @functools.cache
 def package_zip() -> Path:
     """The packages of `SHIPPED_PACKAGES` as a zip for Spark's executors (addPyFile): no shared
     filesystem, nothing installed on the workers. Walks src/kreplica through its links to impl/
     and conformance/. Made once per process: Spark refuses a second file of the same name with
     other contents in one context, and a source edited since would be one."""
-    target = Path(tempfile.mkdtemp(prefix="kreplica-pyfiles-")) / "kreplica.zip"
+    target = _scratch("kreplica-pyfiles-") / "kreplica.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for package in SHIPPED_PACKAGES:
             root = Path(str(importlib.import_module(package).__file__)).parent
@@ -238,7 +247,7 @@ def installed_zip(modules: tuple[str, ...]) -> Path:
     share the minor version). Made once per process, as `package_zip`; its name tells the
     modules apart."""
     digest = hashlib.sha256("\0".join(modules).encode()).hexdigest()[:12]
-    target = Path(tempfile.mkdtemp(prefix="kreplica-shipped-")) / f"shipped-{digest}.zip"
+    target = _scratch("kreplica-shipped-") / f"shipped-{digest}.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in modules:
             spec = importlib.util.find_spec(name)

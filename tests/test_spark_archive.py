@@ -47,3 +47,16 @@ def test_a_draft_is_written_then_put_in_place_once_no_jvm_writes_it(tmp_path: Pa
         writer.wait()
     assert spark.archive_options(tmp_path) == options
     assert not busy.exists()
+
+
+def test_the_zips_shipped_to_executors_are_removed_at_exit() -> None:
+    """`package_zip` and `installed_zip` write into temporary directories of their own, which
+    the process removes when it exits (each run used to leave its zips behind)."""
+    made = subprocess.run(
+        [sys.executable, "-c", "from kreplica.conformance import spark; "
+         "print(spark.package_zip()); print(spark.installed_zip(('click',)))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    zips = [Path(line) for line in made.stdout.split()]
+    assert len(zips) == 2 and all(z.name.endswith(".zip") for z in zips)
+    assert not any(z.parent.exists() for z in zips)
