@@ -5,7 +5,8 @@ choices as bare integer choices of the test case (`fuzz.hypothesis_shim`). `floo
 a state machine whose one rule does nothing but draw `draws` integers the same way, under the
 fuzzer's settings (`campaign.fuzz_settings`): its CPU time per step is what Hypothesis costs a
 step of the fuzzer that draws as many. `draws_per_step` counts what the throughput campaign
-(`throughput` in the fuzz module beside this one) draws. `kreplica bench fuzz --hypothesis-floor` prints both.
+(`throughput` in the fuzz module beside this one) draws. `kreplica bench fuzz
+--hypothesis-floor` prints both.
 """
 
 from __future__ import annotations
