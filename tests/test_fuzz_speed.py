@@ -272,7 +272,7 @@ def test_the_hypothesis_floor_counts_the_draws_it_was_asked_for() -> None:
     """`kreplica bench fuzz --hypothesis-floor`: the draws-per-step count of a campaign is the
     draws its runs made (the drawer is put back after), and a machine that only draws takes
     more CPU per step for more draws."""
-    from kreplica.conformance.bench import hypothesis_floor as hf
+    from kreplica.conformance.bench import fuzz as hf
     from kreplica.conformance.fuzz import machine
 
     before = vars(machine)["integer_drawer"]

@@ -280,14 +280,12 @@ def fuzz_command(
 def _print_floor(console: Console, examples: int) -> None:
     """Hypothesis's CPU time per step for a few draws per step, the line through them, and
     what that makes of the throughput campaign's draws."""
-    from kreplica.conformance.bench import hypothesis_floor as hf
-
-    floors = [hf.floor(draws, examples) for draws in hf.DRAWS]
+    floors = [fuzz_bench.floor(draws, examples) for draws in fuzz_bench.DRAWS]
     for f in floors:
         console.print(f"hypothesis floor: {f.draws} draws a step: {f.micros:.1f} us/step "
                       f"({f.steps:,} steps, {f.cpu_seconds:.2f} s CPU)")  # fmt: skip
-    loop, per_draw = hf.loop_and_draw(floors)
-    draws = hf.draws_per_step(examples)
+    loop, per_draw = fuzz_bench.loop_and_draw(floors)
+    draws = fuzz_bench.draws_per_step(examples)
     console.print(
         f"the stateful loop {loop:.1f} us/step, {per_draw:.1f} us per draw; the throughput "
         f"campaign draws {draws:.2f} a rule step: Hypothesis about {loop + draws * per_draw:.0f} "
