@@ -153,16 +153,25 @@ def _keep_class_archive(archive: Path | None, workdir: Path) -> None:
     draft = workdir / _ARCHIVE_DRAFT
     if archive is None or not draft.is_file():
         return
-    staged = archive.with_name(f"{archive.name}.{os.getpid()}.{threading.get_ident()}")
     try:
-        archive.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(draft, staged)  # the cache may be on another filesystem
-        os.replace(staged, archive)
+        _copy_into_place(draft, archive)  # the cache may be on another filesystem
         kept = sorted(archive.parent.glob("tlc-*.jsa"), key=lambda p: p.stat().st_mtime)
         for old in kept[:-ARCHIVES_KEPT]:
             old.unlink(missing_ok=True)
     except OSError:
-        staged.unlink(missing_ok=True)  # an unwritable cache only costs the speed-up
+        pass  # an unwritable cache only costs the speed-up
+
+
+def _copy_into_place(source: Path, target: Path) -> None:
+    """Copy `source` to `target` through a hidden staged file and a rename, so a reader never
+    sees half a file (parallel runs may race: either copy wins); OSError if it cannot."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        shutil.copyfile(source, staged)
+        os.replace(staged, target)
+    finally:
+        staged.unlink(missing_ok=True)
 
 
 def settled_jar(jar: Path, class_archives: Path | None) -> Path:
@@ -177,10 +186,7 @@ def settled_jar(jar: Path, class_archives: Path | None) -> Path:
         digest = hashlib.sha256(jar.read_bytes()).hexdigest()[:16]
         settled = class_archives / "jars" / digest / jar.name
         if not settled.is_file():
-            settled.parent.mkdir(parents=True, exist_ok=True)
-            staged = settled.with_name(f".{jar.name}.{os.getpid()}.{threading.get_ident()}")
-            shutil.copyfile(jar, staged)
-            os.replace(staged, settled)  # parallel tasks may race: either copy is the jar
+            _copy_into_place(jar, settled)
     except OSError:
         return jar
     return settled
@@ -322,13 +328,9 @@ def stream(proc: subprocess.Popen[str], feed: Callable[[str], None], limit: floa
     finally:
         if timer is not None:
             timer.cancel()
-        if proc.poll() is None:
-            _kill_group(proc)
-            proc.wait()
+        stop(proc)
         if proc.stdout is not None:
             proc.stdout.close()
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
     return killed.is_set()
 
 
