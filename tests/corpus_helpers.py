@@ -1,4 +1,5 @@
-"""Helpers the conformance tests share: small random-walk corpora of the correct protocol."""
+"""Helpers the conformance tests share: small random-walk corpora of the correct protocol, and
+TLC as `kreplica conform` runs it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.tla.itf import dumps_trace
+from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.validate.tlcdata import default_cache_dir
 from kreplica.impl.variants import Variant
 
 
@@ -32,3 +35,15 @@ REJECTED = (
 )
 """A trace `kreplica conform` rejects (recorded with the seeded bug hw-not-clamped): at step 7
 a follower takes its leader's HW beyond its own log end."""
+
+
+def trace_tlc(time_limit: float = 300) -> TlcOptions:
+    """TLC as `kreplica conform` runs a batch (cli/conform.py): the short-run JVM flags and the
+    user's class archives, so a test's own checking costs what the command's does."""
+    return TlcOptions(
+        java=find_java(),
+        jar=find_tla2tools(),
+        time_limit=time_limit,
+        jvm_flags=SHORT_RUN_JVM_FLAGS,
+        class_archives=default_cache_dir() / "tlc-cds",
+    )

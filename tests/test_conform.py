@@ -19,14 +19,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
-from corpus_helpers import walks, write_corpus
+from corpus_helpers import trace_tlc, walks, write_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.errors import TraceError
 from kreplica.conformance.tla.specs import default_spec_dir
-from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.tla.tlc import TlcOptions
 from kreplica.conformance.validate import conform as conform_module
 from kreplica.conformance.validate.conform import SparkRun, run_spark, ship_files
 from kreplica.conformance.validate.results import iter_rows
@@ -55,7 +55,7 @@ SPARK_MASTER = "local[2,2]"
 
 @pytest.fixture(scope="module")
 def settings_() -> CheckSettings:
-    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=300)
+    tlc = trace_tlc()
     return CheckSettings(SpecParams(fetch_max_records=2), default_spec_dir(), tlc)
 
 
@@ -138,7 +138,7 @@ def test_malformed_traces_get_an_error_row(
 @given(data=st.data())
 def test_corrupt_files_each_get_one_row(data: st.DataObject) -> None:
     """Hypothesis corrupts traces (cut, flipped bytes, junk); every input still gets one row."""
-    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=300)
+    tlc = trace_tlc()
     check = CheckSettings(SpecParams(fetch_max_records=2), default_spec_dir(), tlc)
     good = walks(1, 5, seed=13)[0]
     texts = []

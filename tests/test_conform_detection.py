@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from corpus_helpers import trace_tlc
 
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.tla.specs import default_spec_dir
-from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams, check_texts
 from kreplica.impl.variants import Variant, parse_variant
 
@@ -46,7 +46,7 @@ implementation's fetcher also keeps sending the old leader epoch, which the spec
 
 
 def _check(texts: list[str], variant: Variant) -> list[str]:
-    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=600)
+    tlc = trace_tlc(600)
     settings = CheckSettings(
         SpecParams(variant=variant, fetch_max_records=2), default_spec_dir(), tlc
     )

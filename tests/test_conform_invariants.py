@@ -20,13 +20,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from corpus_helpers import trace_tlc
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.replay.trace import setup_from_config
 from kreplica.conformance.tla.apalache import _invariant_names
 from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json
 from kreplica.conformance.tla.specs import default_spec_dir
-from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.tla.tlc import TlcOptions
 from kreplica.conformance.tla.tlc_output import Verdict
 from kreplica.conformance.validate import invariants, tracecheck
 from kreplica.conformance.validate.tlcdata import build_reader
@@ -85,7 +86,7 @@ def params_of(name: str, *names: str) -> SpecParams:
 
 @pytest.fixture(scope="module")
 def tlc() -> TlcOptions:
-    return TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=300)
+    return trace_tlc()
 
 
 def conform(tmp_path: Path, *args: str) -> tuple[int, str, list[dict[str, Any]]]:

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from corpus_helpers import trace_tlc
 
 from kreplica.conformance.bench.hidden import hide
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.tla.specs import default_spec_dir
-from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.tla.tlc import TlcOptions
 from kreplica.conformance.validate import prefixes, tracecheck
 from kreplica.conformance.validate.conform import check_items
 from kreplica.conformance.validate.tlcdata import build_reader
@@ -74,9 +75,7 @@ def test_facts_of_a_held_event_are_facts_of_every_trace_through_it() -> None:
 
 @pytest.fixture(scope="module")
 def tlc() -> TlcOptions:
-    return TlcOptions(
-        java=find_java(), jar=find_tla2tools(), time_limit=300, jvm_flags=SHORT_RUN_JVM_FLAGS
-    )
+    return trace_tlc()
 
 
 def settings_for(tlc: TlcOptions, params: SpecParams, share: bool, why: int = 0) -> CheckSettings:

@@ -9,19 +9,19 @@ batch on its own (`check_items`, as the runners did before the runs), on a corpu
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from corpus_helpers import REJECTED, walks, write_corpus
+from corpus_helpers import REJECTED, trace_tlc, walks, write_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.tla.specs import default_spec_dir
-from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.validate.conform import SLACK, check_items
 from kreplica.conformance.validate.results import iter_rows
 from kreplica.conformance.validate.runs import (
@@ -122,6 +122,13 @@ def _two_kinds(root: Path) -> list[Path]:
     return [write_corpus(root / "c.jsonl", lines), REJECTED]
 
 
+@pytest.fixture(scope="module")
+def two_kinds(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """`_two_kinds`, written once for the module: the pool's test and Spark's check one corpus,
+    whose batches are checked alone once (`_alone`)."""
+    return _two_kinds(tmp_path_factory.mktemp("two-kinds"))
+
+
 def test_a_run_holds_one_kind_and_every_trace_once(tmp_path: Path) -> None:
     """Runs of the two kinds: each of one kind, in the input's order, every trace in one."""
     places = scan(_two_kinds(tmp_path), 1)
@@ -139,11 +146,17 @@ more than one a batch."""
 
 def _expected(batches_: list[list[tuple[str, str]]], why: int) -> list[dict[str, Any]]:
     """The rows of checking each batch alone, as the runners did before the runs."""
-    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=300)
-    settings_ = CheckSettings(
-        SpecParams(fetch_max_records=1), default_spec_dir(), tlc, build_reader(tlc.jar), why
-    )
-    return [_bare(row) for batch in batches_ for row in check_items(batch, settings_)]
+    return [row for batch in batches_ for row in _alone(tuple(batch), why)]
+
+
+@functools.cache
+def _alone(batch: tuple[tuple[str, str], ...], why: int) -> list[dict[str, Any]]:
+    """The rows of checking `batch` alone (TLC, then `--why`), once per module: the pool's
+    batches and Spark's shares of one corpus are the same batches."""
+    tlc = trace_tlc()
+    params = SpecParams(fetch_max_records=1)
+    settings_ = CheckSettings(params, default_spec_dir(), tlc, build_reader(tlc.jar), why)
+    return [_bare(row) for row in check_items(list(batch), settings_)]
 
 
 def _bare(row: dict[str, Any]) -> dict[str, Any]:
@@ -152,10 +165,12 @@ def _bare(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.tlc
-def test_the_pool_gives_every_row_each_batch_gave_alone(tmp_path: Path) -> None:
+def test_the_pool_gives_every_row_each_batch_gave_alone(
+    tmp_path: Path, two_kinds: list[Path]
+) -> None:
     """`--no-spark`: the rows of a two-kind corpus with rejections (`REJECTING`), `--why 1`
     and batches of about 4, in the input's order, are those of checking each batch alone."""
-    paths = _two_kinds(tmp_path)
+    paths = two_kinds
     size = balanced_batch_size(paths, 4, 2)
     laid_out = pool_batches(scan(paths, 1), size)
     texts = dict(iter_local(paths))
@@ -171,9 +186,9 @@ def test_the_pool_gives_every_row_each_batch_gave_alone(tmp_path: Path) -> None:
 
 
 @pytest.mark.tlc
-def test_spark_gives_every_row_each_batch_gave_alone(tmp_path: Path) -> None:
+def test_spark_gives_every_row_each_batch_gave_alone(tmp_path: Path, two_kinds: list[Path]) -> None:
     """On Spark (local[2]): the same corpus, each share's batches as its task checked them."""
-    paths = _two_kinds(tmp_path)
+    paths = two_kinds
     texts = dict(iter_local(paths))
     laid_out = share_batches(plan(paths, 4, 2), scan(paths, 1), 4, 4 // SLACK)
     expected = _expected([[(p.trace_id, texts[p.trace_id]) for p in b] for b in laid_out], 1)

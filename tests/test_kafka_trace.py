@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from cli_helpers import one_error_line
 from click.testing import CliRunner, Result
+from corpus_helpers import trace_tlc
 from test_kafka_real import assert_nothing_left, needs_kafka
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.kafka.install import CHECKOUT
 from kreplica.conformance.tla.specs import default_spec_dir
-from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams, check_texts
 from kreplica.impl.variants import Variant
 
@@ -269,7 +269,7 @@ RACE = REAL / "deposed-leader-hw-race.itf.json"
 
 
 def _check_race(race: bool) -> list[str]:
-    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=600)
+    tlc = trace_tlc(600)
     params = SpecParams(
         variant=Variant(acks="1"), fetch_max_records=1_000_000, deposed_leader_hw_race=race
     )

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from corpus_helpers import trace_tlc
 
 from kreplica.conformance.bridge.projection import NO_LEADER, NOT_HOSTED
 from kreplica.conformance.bridge.recorder import Recorder
@@ -21,7 +22,6 @@ from kreplica.conformance.fuzz.setup import CONFIG, FETCH_MAX_RECORDS
 from kreplica.conformance.replay.trace import TP, setup_from_config
 from kreplica.conformance.tla.itf import dumps_trace
 from kreplica.conformance.tla.specs import resolve_spec_dir
-from kreplica.conformance.tla.tlc import TlcOptions, find_java
 from kreplica.conformance.validate.tracecheck import (
     CONFORMS,
     CheckSettings,
@@ -48,7 +48,7 @@ pytestmark = pytest.mark.tlc
 SPEC = resolve_spec_dir(None)
 GOLDEN = Path(__file__).parent.parent / "traces" / "golden"
 FIXTURES = Path(__file__).parent / "fixtures" / "conformance"
-TLC = TlcOptions(java=find_java(), time_limit=300)
+TLC = trace_tlc()
 
 
 def walks(n: int, steps: int, seed: int) -> list[tuple[str, str]]:

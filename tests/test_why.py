@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from corpus_helpers import walks
+from corpus_helpers import trace_tlc, walks
 
 from kreplica.conformance.cli.main import main
 from kreplica.conformance.tla.specs import default_spec_dir
-from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.validate.conform import check_items
 from kreplica.conformance.validate.tracecheck import CheckSettings, SpecParams
 from kreplica.conformance.validate.why import (
@@ -40,7 +39,7 @@ def spec_line(fragment: str, after: str = "") -> int:
 
 @pytest.fixture(scope="module")
 def settings_() -> CheckSettings:
-    tlc = TlcOptions(java=find_java(), jar=find_tla2tools(), time_limit=300)
+    tlc = trace_tlc()
     return CheckSettings(SpecParams(fetch_max_records=2), default_spec_dir(), tlc)
 
 
