@@ -310,7 +310,7 @@ def test_an_uncertain_block_is_settled_by_a_run_without_invariants(
     monkeypatch.setattr(tracecheck, "run_batch", run_batch)
     settings = CheckSettings(SpecParams(invariants=(LOST,)), SPEC, TlcOptions())
     [row] = check_texts([(name, text)], settings)
-    assert runs == [(False, (LOST,)), (True, (LOST,)), (True, ())]
+    assert runs == [(True, (LOST,)), (True, ())]  # a batch of one: its diagnosis, then the settling
     action = trace(name).states[5].action
     assert (row.verdict, row.step, row.action) == ("violates", 5, action)
     if gets_past:
@@ -321,3 +321,24 @@ def test_an_uncertain_block_is_settled_by_a_run_without_invariants(
     else:
         assert row.invariant == ""
         assert row.reason == f"{action} with these arguments is not enabled in the spec here"
+
+
+@pytest.mark.tlc
+def test_a_trace_alone_gets_the_row_it_gets_in_a_batch(tlc: TlcOptions) -> None:
+    """A batch of one trace has its diagnostic run only (`check_prepared`): traces checked
+    one by one get the rows they get checked together (a plain run, then the diagnosis of the
+    rejected), the invariant on: an action not enabled, a successor that disagrees, a broken
+    invariant, and a trace that conforms."""
+    names = ["Acks1Loss", "BugHwNotClamped", "BugSkipSameLeaderTruncation", "WitnessCommit"]
+    items = [(name, (GOLDEN / f"{name}.itf.json").read_text(encoding="utf-8")) for name in names]
+    settings = CheckSettings(SpecParams(invariants=(LOST,)), SPEC, tlc, build_reader(tlc.jar), 0)
+    together = check_texts(items, settings)
+    alone = [row for item in items for row in check_texts([item], settings)]
+
+    def bare(rows: list[TraceResult]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.row().items() if k != "seconds"} for r in rows]
+
+    assert bare(alone) == bare(together)
+    assert [(r.verdict, r.step, r.invariant) for r in together] == [
+        ("violates", 1, ""), ("violates", 5, ""), ("violates", 7, LOST), ("conforms", None, "")
+    ]  # fmt: skip
