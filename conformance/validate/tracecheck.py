@@ -5,8 +5,8 @@ never in spec/) that defines `TraceLog` for spec/KafkaReplicationTrace.tla, and 
 checks them all: TLC prints the number of every trace whose last event it reaches. Traces it
 does not print are run again, in one diagnostic TLC run (a batch of one trace has only that
 run), which prints every step reached and every successor of the logged action that does not
-agree with the trace; from those this
-module pinpoints the first step no spec action explains and the variables that differ.
+agree with the trace; from those this module pinpoints the first step no spec action explains
+and the variables that differ.
 Traces that begin alike are walked together as far as they agree, and what TLC printed of such
 an event is said of each of them (`per_trace`, `prefixes`).
 
