@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kreplica.conformance.fuzz.random_walk import corpus
 from kreplica.conformance.tla.itf import dumps_trace
-from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
-from kreplica.conformance.validate.tlcdata import default_cache_dir
+from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.validate.tracecheck import trace_tlc_options
 from kreplica.impl.variants import Variant
 
 
@@ -38,12 +38,6 @@ a follower takes its leader's HW beyond its own log end."""
 
 
 def trace_tlc(time_limit: float = 300) -> TlcOptions:
-    """TLC as `kreplica conform` runs a batch (cli/conform.py): the short-run JVM flags and the
-    user's class archives, so a test's own checking costs what the command's does."""
-    return TlcOptions(
-        java=find_java(),
-        jar=find_tla2tools(),
-        time_limit=time_limit,
-        jvm_flags=SHORT_RUN_JVM_FLAGS,
-        class_archives=default_cache_dir() / "tlc-cds",
-    )
+    """TLC as `kreplica conform` runs a batch (`tracecheck.trace_tlc_options`), so a test's own
+    checking costs what the command's does."""
+    return trace_tlc_options(find_java(), find_tla2tools(), time_limit)

@@ -31,7 +31,7 @@ from kreplica.conformance.errors import (
     KreplicaError,
 )
 from kreplica.conformance.tla.specs import resolve_spec_dir
-from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, find_java, find_tla2tools
+from kreplica.conformance.tla.tlc import TlcOptions, find_java, find_tla2tools
 from kreplica.conformance.validate.conform import (
     PoolRun,
     SparkRun,
@@ -61,6 +61,7 @@ from kreplica.conformance.validate.tracecheck import (
     CheckSettings,
     SpecParams,
     invariant_names,
+    trace_tlc_options,
 )
 from kreplica.conformance.validate.why import why_text
 from kreplica.impl.variants import Variant, VariantError, not_in_spec, parse_variant
@@ -406,13 +407,7 @@ def conform_command(
     check_output_dir(out, "results to")
     params = _params(variants, bugs, min_isr, fetch_max_records)
     params = replace(params, invariants=_invariants(invariants, spec), as_recorded=as_recorded)
-    tlc = TlcOptions(
-        java=find_java(java),
-        jar=find_tla2tools(jar),
-        time_limit=tlc_timeout,
-        jvm_flags=SHORT_RUN_JVM_FLAGS,
-        class_archives=default_cache_dir() / "tlc-cds",
-    )
+    tlc = trace_tlc_options(find_java(java), find_tla2tools(jar), tlc_timeout)
     files = local_files(paths) if no_spark else spark_inputs(paths)[0]  # missing: fail now
     with ResultSet.claim(out) as result_set:  # one run per --out: a second fails at once
         settings = CheckSettings(params, spec, tlc, _reader(reader, tlc), why)

@@ -39,7 +39,7 @@ from typing import Any
 from kreplica.conformance.errors import KreplicaError, TraceError
 from kreplica.conformance.tla.itf import ItfTrace, decode_trace, loads_json, printable, to_itf
 from kreplica.conformance.tla.tlavalue import Value, format_value, parse_value
-from kreplica.conformance.tla.tlc import TlcOptions, run_tlc
+from kreplica.conformance.tla.tlc import SHORT_RUN_JVM_FLAGS, TlcOptions, run_tlc
 from kreplica.conformance.tla.tlc_output import TlcResult, Verdict
 from kreplica.conformance.tla.vocabulary import (
     ACTION_ARGS,
@@ -671,6 +671,19 @@ def diagnose(p: Prepared, number: int, printed: Printed, seconds: float) -> Trac
 
 
 # ---------------------------------------------------------------- the whole check
+
+
+def trace_tlc_options(java: str, jar: Path, time_limit: float | None) -> TlcOptions:
+    """How trace validation runs TLC (`kreplica conform`, and the tests that check traces
+    themselves): runs of seconds, so the short-run JVM flags, and the class archives kept in
+    the user's cache (`tlcdata.default_cache_dir`)."""
+    return TlcOptions(
+        java=java,
+        jar=jar,
+        time_limit=time_limit,
+        jvm_flags=SHORT_RUN_JVM_FLAGS,
+        class_archives=tlcdata.default_cache_dir() / "tlc-cds",
+    )
 
 
 @dataclass(frozen=True)
