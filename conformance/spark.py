@@ -108,13 +108,22 @@ SPARK_PYTHON_LIBS = re.compile(r"pyspark\.zip|py4j-[\w.]+-src\.zip|spark-core_[\
 source zips (and Spark's core jar)."""
 
 
+def workers_run_this_python(master: str, extra: Mapping[str, str] | None = None) -> bool:
+    """Whether the Python workers of a context for `master` with the properties `extra` run
+    this very Python on this machine: local mode, and `spark.pyspark.python` (else
+    PYSPARK_PYTHON, which `spark_context` sets to this Python where neither says) names it.
+    Such workers import the installed kreplica and read the driver's files: nothing needs
+    shipping to them (`ship`, addFile)."""
+    python = (extra or {}).get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON")
+    same = os.path.realpath(python or sys.executable) == os.path.realpath(sys.executable)
+    return master.startswith("local") and same
+
+
 def daemon_module(local: bool) -> str:
     """The Python daemon for a context: `DAEMON` in local mode where the workers run this
     Python (PYSPARK_PYTHON, as `spark_context` sets it) and its installed PySpark has its
     daemon as a file, else `SPARK_DAEMON`."""
-    if not local:
-        return SPARK_DAEMON
-    if os.path.realpath(os.environ.get("PYSPARK_PYTHON", "")) != os.path.realpath(sys.executable):
+    if not local or not workers_run_this_python("local"):
         return SPARK_DAEMON
     found = importlib.util.find_spec("pyspark.daemon")
     installed = found is not None and found.origin is not None and Path(found.origin).is_file()

@@ -186,8 +186,18 @@ def test_the_pool_gives_every_row_each_batch_gave_alone(
 
 
 @pytest.mark.tlc
-def test_spark_gives_every_row_each_batch_gave_alone(tmp_path: Path, two_kinds: list[Path]) -> None:
-    """On Spark (local[2]): the same corpus, each share's batches as its task checked them."""
+def test_spark_gives_every_row_each_batch_gave_alone(
+    tmp_path: Path, two_kinds: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Spark (local[2]): the same corpus, each share's batches as its task checked them.
+    Nothing is shipped (no addFile, no addPyFile): the workers run this Python, which imports
+    the installed kreplica, and take the spec, the jar and the reader where the driver has them
+    (`spark.workers_run_this_python`); a cluster's are shipped (tests/test_spark_cluster.py)."""
+    from pyspark import SparkContext
+
+    shipped: list[str] = []
+    for method in ("addFile", "addPyFile", "addArchive"):
+        monkeypatch.setattr(SparkContext, method, lambda _, path, *a, **k: shipped.append(path))
     paths = two_kinds
     texts = dict(iter_local(paths))
     laid_out = share_batches(plan(paths, 4, 2), scan(paths, 1), 4, 4 // SLACK)
@@ -197,3 +207,4 @@ def test_spark_gives_every_row_each_batch_gave_alone(tmp_path: Path, two_kinds: 
     result = CliRunner().invoke(main, [*args, *REJECTING, "--out", str(out)])
     assert result.exit_code == 1, result.output
     assert [_bare(r) for r in iter_rows(out / "results.parquet")] == expected
+    assert shipped == []

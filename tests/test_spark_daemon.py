@@ -46,6 +46,22 @@ def test_other_masters_and_other_pythons_keep_pysparks_daemon(
     assert spark.daemon_module(local=True) == spark.SPARK_DAEMON
 
 
+def test_local_workers_run_this_python_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Local mode's workers run the driver's Python unless `spark.pyspark.python` or
+    PYSPARK_PYTHON names another; a cluster's workers never count as this Python."""
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert spark.workers_run_this_python("local[2]")
+    assert spark.workers_run_this_python("local-cluster[2,1,1024]")
+    assert not spark.workers_run_this_python("spark://127.0.0.1:7077")
+    other = {"spark.pyspark.python": "/usr/bin/python3"}
+    assert not spark.workers_run_this_python("local[2]", other)
+    assert spark.workers_run_this_python("local[2]", {"spark.pyspark.python": sys.executable})
+    monkeypatch.setenv("PYSPARK_PYTHON", "/usr/bin/python3")
+    assert not spark.workers_run_this_python("local[*]")
+
+
 def test_the_daemon_puts_sparks_zips_last(monkeypatch: pytest.MonkeyPatch) -> None:
     """What Spark puts first (PySpark and py4j as source zips, its core jar) goes last, in
     order; the rest keeps its order."""
