@@ -180,6 +180,7 @@ def test_kafka_10706s_scenario_settles_replicated_on_kafka_2_6_3() -> None:
     """Kafka 2.6.3 truncates the epoch cache at the LEO even when no record goes (R4): epoch 2
     leaves broker 2's cache, it asks next for epoch 0, completes truncation and catches up."""
     machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
+    machine.start()
     for step in KAFKA_10706:
         machine._apply(step)
     assert machine.settle() is None
@@ -194,6 +195,7 @@ def test_the_seeded_bug_kafka_10706_livelocks_and_fails_liveness() -> None:
     forever: no invariant breaks, the settle phase never ends, and the run fails."""
     stats = RunStats()
     machine = machine_for(KAFKA_10706_BUG, stats, 0, 50)()
+    machine.start()
     for step in KAFKA_10706:
         machine._apply(step)
     with pytest.raises(FuzzFailure) as failed:
@@ -272,6 +274,7 @@ def test_a_stopped_runs_failure_ends_the_campaign_only_if_it_is_the_first() -> N
     while a failure is being shrunk, a stopped candidate's failure is Hypothesis's to drop."""
     stats = RunStats()
     first = machine_for(KAFKA_10706_BUG, stats, 0, 50)()
+    first.start()
     for step in KAFKA_10706:
         first._apply(step)
     with pytest.raises(StoppedRunFailure) as stopped:
@@ -282,6 +285,7 @@ def test_a_stopped_runs_failure_ends_the_campaign_only_if_it_is_the_first() -> N
     assert stopped.value.failure.violation[0] == REPLICATED
     assert stats.runs_to_failure == first.run == 1
     candidate = machine_for(KAFKA_10706_BUG, stats, 0, 50)()
+    candidate.start()
     for step in KAFKA_10706:
         candidate._apply(step)
     with pytest.raises(FuzzFailure):

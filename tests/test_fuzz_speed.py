@@ -285,15 +285,16 @@ def test_no_broker_holds_another_brokers_objects() -> None:
 
 
 def test_the_hypothesis_floor_counts_the_draws_it_was_asked_for() -> None:
-    """`kreplica bench fuzz --hypothesis-floor`: the draws-per-step count of a campaign is the
-    draws its runs made (the drawer is put back after), and a machine that only draws takes
-    more CPU per step for more draws."""
+    """`kreplica bench fuzz --hypothesis-floor`: a campaign's Hypothesis steps and bytes
+    choices per step of its runs are what its runs took (what it wrapped is put back after),
+    and a machine that only draws takes more CPU per step for more draws."""
     from kreplica.conformance.bench import fuzz as hf
     from kreplica.conformance.fuzz import machine
 
-    before = vars(machine)["integer_drawer"]
-    per_step = hf.draws_per_step(examples=20, max_steps=20)
-    assert vars(machine)["integer_drawer"] is before
-    assert 1 <= per_step <= 10  # a kind (one to four tries) and its arguments, each a draw
+    before = vars(machine)["bytes_drawer"], vars(machine)["ByteChoices"]
+    acts, choices = hf.hypothesis_per_step(examples=20, max_steps=20)
+    assert (vars(machine)["bytes_drawer"], vars(machine)["ByteChoices"]) == before
+    assert 0 < acts < 1 / 2  # a Hypothesis step takes BURST steps, but for a run's last
+    assert acts <= choices <= 2 * acts  # a chunk a Hypothesis step, rarely two
     few, many = hf.floor(1, examples=30, max_steps=30), hf.floor(12, examples=30, max_steps=30)
     assert few.steps > 0 and many.steps > 0 and many.micros > few.micros

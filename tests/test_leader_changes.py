@@ -58,6 +58,7 @@ def test_a_hasty_change_cuts_the_controller_off_from_the_preferred_leader() -> N
     a network partition keeps the controller's requests from the old leader, which goes on
     leading in its old epoch (the zombie leader of KIP-320) until the partition heals."""
     machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
+    machine.start()
     machine.hasty = True
     machine.leader_changes = Budget(2)
     machine.change_leader(pick=0)
@@ -68,6 +69,7 @@ def test_a_hasty_change_cuts_the_controller_off_from_the_preferred_leader() -> N
     assert not machine.cluster.network.blocked
     for setup in (FuzzSetup(network=False), FuzzSetup(only_faults=frozenset({"elect"}))):
         machine = machine_for(setup, RunStats(), 0, 50)()  # no partitions allowed: none
+        machine.start()
         machine.hasty, machine.leader_changes = True, Budget(2)
         machine.change_leader(pick=0)
         assert machine.recorder.state["ctrlLeader"] == 2 and not machine.cluster.network.blocked
@@ -77,6 +79,7 @@ def test_a_hasty_change_waits_only_until_the_leader_took_office() -> None:
     """A hasty change may depose a leader that wrote nothing in its epoch, but not one that
     has not heard of it (its epoch cache would lack the epoch)."""
     machine = machine_for(FuzzSetup(), RunStats(), 0, 50)()
+    machine.start()
     machine.hasty = True
     machine.leader_changes = Budget(2)
     machine._apply(Elect(TP, 2))
@@ -90,6 +93,7 @@ def test_a_run_counts_its_leader_changes_and_multi_epoch_requests() -> None:
     and asks where to truncate: the campaign's counters say so."""
     stats = RunStats()
     machine = machine_for(FuzzSetup(), stats, 0, 50)()
+    machine.start()
     for step in (
         Produce(TP, (1,), -1, 1),
         Deliver(-1, 1, 0),

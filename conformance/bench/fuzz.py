@@ -17,12 +17,13 @@ Profile (`--profile`): the throughput campaign under cProfile, its time by where
 the function that called it. cProfile's own cost per call inflates what makes many small calls,
 so the shares are a guide; the throughput measured without it is the figure.
 
-Hypothesis's floor (`--hypothesis-floor`): the fuzzer takes one Hypothesis rule step per step
-of a run and draws its choices as bare integer choices of the test case
-(`fuzz.hypothesis_shim`). `floor(draws)` runs a state machine whose one rule does nothing but
-draw `draws` integers the same way, under the fuzzer's settings (`campaign.fuzz_settings`):
-its CPU time per step is what Hypothesis costs a step of the fuzzer that draws as many.
-`draws_per_step` counts what the throughput campaign draws.
+Hypothesis's floor (`--hypothesis-floor`): the fuzzer takes `machine.BURST` steps of a run
+per Hypothesis rule step and reads their choices from bytes choices of the test case
+(`fuzz.hypothesis_shim.ByteChoices`). `floor(draws)` runs a state machine whose one rule does
+nothing but draw `draws` bytes choices of `machine.CHUNK_BYTES` the same way, under the
+fuzzer's settings (`campaign.fuzz_settings`): its CPU time per step is what Hypothesis costs a
+Hypothesis step of the fuzzer that draws as many. `hypothesis_per_step` counts the Hypothesis
+steps and the bytes choices of the throughput campaign per step of its runs.
 
 `throughput`, `detect`, `profile` and `floor` are the engines of `kreplica bench fuzz
 [--seeds 5] [--only WORD] [--defaults] [--markdown] [--profile] [--hypothesis-floor]`, which
@@ -46,7 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 from kreplica.conformance.errors import BenchmarkFailed
 from kreplica.conformance.fuzz import machine
 from kreplica.conformance.fuzz.campaign import FuzzResult, fuzz_settings, run_fuzz
-from kreplica.conformance.fuzz.hypothesis_shim import draw_the_one_rule, integer_drawer
+from kreplica.conformance.fuzz.hypothesis_shim import bytes_drawer, draw_the_one_rule
 from kreplica.conformance.fuzz.setup import DEFAULT_EXAMPLES, DEFAULT_STEPS, FuzzSetup
 from kreplica.conformance.fuzz.targets import TARGETS, Target
 
@@ -251,7 +252,7 @@ def unknown_targets(words: Sequence[str]) -> list[str]:
 # ---------------------------------------------------------------- Hypothesis's floor
 
 DRAWS = (1, 2, 3, 6)
-"""The integer draws per step `kreplica bench fuzz --hypothesis-floor` measures."""
+"""The bytes choices per Hypothesis step `kreplica bench fuzz --hypothesis-floor` measures."""
 
 
 @dataclass(frozen=True)
@@ -269,12 +270,13 @@ class Floor:
 
 
 def floor(draws: int, examples: int = 500, max_steps: int = 100) -> Floor:
-    """Hypothesis's CPU time per step of a one-rule machine that draws `draws` integers in
-    [0, 23] a step, as the fuzzer draws them, over `examples` runs of up to `max_steps`."""
+    """Hypothesis's CPU time per step of a one-rule machine that draws `draws` bytes choices
+    of `machine.CHUNK_BYTES` a step, as the fuzzer draws them, over `examples` runs of up to
+    `max_steps` steps."""
     steps = [0]
 
     class Drawing(RuleBasedStateMachine):
-        """One rule, drawn without a choice (as the fuzzer's), that only draws integers."""
+        """One rule, drawn without a choice (as the fuzzer's), that only draws bytes."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -282,11 +284,11 @@ def floor(draws: int, examples: int = 500, max_steps: int = 100) -> Floor:
 
         @rule()
         def act(self) -> None:
-            """Draw `draws` integers."""
+            """Draw `draws` bytes choices."""
             steps[0] += 1
-            draw = integer_drawer()
+            draw = bytes_drawer()
             for _ in range(draws):
-                draw(0, 23)
+                draw(machine.CHUNK_BYTES)
 
     cpu = time.process_time()
     run_state_machine_as_test(Drawing, settings=fuzz_settings(examples, max_steps, shrink=False))
@@ -302,25 +304,32 @@ def loop_and_draw(floors: Sequence[Floor]) -> tuple[float, float]:
     return intercept, slope
 
 
-def draws_per_step(examples: int = 500, max_steps: int = 100) -> float:
-    """The integer choices the throughput campaign draws per rule step (settling steps draw
-    none), counted by wrapping the drawer the machine takes at its first step."""
-    drawn = [0]
-    names = vars(machine)  # the machine looks its drawer up by this name at its first step
-    real: Callable[[], Callable[[int, int], int]] = names["integer_drawer"]
+def hypothesis_per_step(examples: int = 500, max_steps: int = 100) -> tuple[float, float]:
+    """The Hypothesis steps (`act`, one `ByteChoices` each) and the bytes choices the
+    throughput campaign takes per step of its runs (settling steps, which draw nothing, left
+    out), counted by wrapping what the machine looks up by name."""
+    acts, drawn = [0], [0]
+    names = vars(machine)
+    real_drawer: Callable[[], Callable[[int], bytes]] = names["bytes_drawer"]
+    real_choices = names["ByteChoices"]
 
-    def counting() -> Callable[[int, int], int]:
-        draw = real()
+    def counting_drawer() -> Callable[[int], bytes]:
+        draw = real_drawer()
 
-        def counted(lo: int, hi: int) -> int:
+        def counted(size: int) -> bytes:
             drawn[0] += 1
-            return draw(lo, hi)
+            return draw(size)
 
         return counted
 
-    names["integer_drawer"] = counting
+    def counting_choices(draw: Callable[[int], bytes], chunk: int) -> Any:
+        acts[0] += 1
+        return real_choices(draw, chunk)
+
+    names["bytes_drawer"], names["ByteChoices"] = counting_drawer, counting_choices
     try:
         stats = run_fuzz(FuzzSetup(), examples, max_steps, seed_value=0).stats
     finally:
-        names["integer_drawer"] = real
-    return drawn[0] / max(1, stats.steps - stats.settle_steps)
+        names["bytes_drawer"], names["ByteChoices"] = real_drawer, real_choices
+    steps = max(1, stats.steps - stats.settle_steps)
+    return acts[0] / steps, drawn[0] / steps

@@ -228,8 +228,8 @@ def detection_markdown(rows: Sequence[fuzz_bench.Detection]) -> str:
     "--hypothesis-floor",
     is_flag=True,
     help="Instead of the throughput campaign, measure Hypothesis's own CPU time per step (a "
-    "machine that only draws 1, 2, 3 and 6 integers a step) and the draws per step of the "
-    "campaign.",
+    "machine that only draws 1, 2, 3 and 6 bytes choices a step) and the Hypothesis steps and "
+    "bytes choices per step of the campaign's runs.",
 )
 def fuzz_command(
     throughput_examples: int,
@@ -278,18 +278,19 @@ def fuzz_command(
 
 
 def _print_floor(console: Console, examples: int) -> None:
-    """Hypothesis's CPU time per step for a few draws per step, the line through them, and
-    what that makes of the throughput campaign's draws."""
+    """Hypothesis's CPU time per Hypothesis step for a few bytes choices per step, the line
+    through them, and what that makes of the throughput campaign's steps and choices."""
+    fuzz_bench.floor(1, examples)  # a first campaign in the process, not reported: warm-up
     floors = [fuzz_bench.floor(draws, examples) for draws in fuzz_bench.DRAWS]
     for f in floors:
-        console.print(f"hypothesis floor: {f.draws} draws a step: {f.micros:.1f} us/step "
+        console.print(f"hypothesis floor: {f.draws} bytes choices a step: {f.micros:.1f} us/step "
                       f"({f.steps:,} steps, {f.cpu_seconds:.2f} s CPU)")  # fmt: skip
     loop, per_draw = fuzz_bench.loop_and_draw(floors)
-    draws = fuzz_bench.draws_per_step(examples)
+    acts, draws = fuzz_bench.hypothesis_per_step(examples)
     console.print(
-        f"the stateful loop {loop:.1f} us/step, {per_draw:.1f} us per draw; the throughput "
-        f"campaign draws {draws:.2f} a rule step: Hypothesis about {loop + draws * per_draw:.0f} "
-        "us a step"
+        f"the stateful loop {loop:.1f} us/step, {per_draw:.1f} us per bytes choice; the "
+        f"throughput campaign takes {acts:.3f} Hypothesis steps and {draws:.3f} bytes choices "
+        f"a step of its runs: Hypothesis about {acts * loop + draws * per_draw:.1f} us a step"
     )
 
 

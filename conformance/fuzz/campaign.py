@@ -20,7 +20,7 @@ from kreplica.conformance.fuzz.choices import (
     fuzzer_may_take,
 )
 from kreplica.conformance.fuzz.corpus_writer import CorpusWriter
-from kreplica.conformance.fuzz.machine import ReplicationMachine
+from kreplica.conformance.fuzz.machine import BURST, ReplicationMachine
 from kreplica.conformance.fuzz.reproducible import local_constants_off
 from kreplica.conformance.fuzz.runs import (
     Campaign,
@@ -77,6 +77,7 @@ def machine_for(
         corpus=corpus,
         run_prefix=f"{setup.name(seed_value)}-n{max_steps}",
         max_gap=max_steps // (setup.max_faults + 1),
+        max_steps=max_steps,
     )
     stats.seed = seed_value
     return seed(seed_value)(lambda: ReplicationMachine(shared))
@@ -115,7 +116,7 @@ def fuzz_settings(
     ]
     return settings(
         max_examples=examples,
-        stateful_step_count=max_steps,
+        stateful_step_count=-(-max_steps // BURST),
         database=None,
         deadline=None,
         phases=phases,

@@ -9,20 +9,24 @@ them only through this module, and each use says what is lost when a release mov
   the machine's private `_rules_strategy` to `st.just` that rule. If a release moves it, the
   `RuleStrategy` draws the one rule again (swarm testing cannot switch off a machine's only
   rule): the runs and their choices are the same, only slower.
-- `integer_drawer`: the rule's choices (which kind of step, which of its enabled steps) are
-  drawn as bare integer choices of the test case (`ConjectureData.draw_integer`, reached
-  through `current_build_context`), without the span, validation and description a strategy's
-  draw costs. Hypothesis shrinks them as any choice. If a release moves `draw_integer`, each
-  is drawn as `st.integers(lo, hi)` through the test case's `draw`: the same choices in the
-  same order (the runs a seed makes stay the same), slower.
+- `bytes_drawer`: the rule's choices (the run's plan, which kind of step, which of its
+  enabled steps) are integers read from bytes choices of the test case (`ByteChoices`), each
+  drawn by `ConjectureData.draw_bytes` (reached through `current_build_context`), without the
+  span, validation and description a strategy's draw costs: one choice serves the eight steps
+  of a Hypothesis step, where one integer choice per integer cost a third of a step's time.
+  Hypothesis shrinks bytes towards zero, and so each integer towards its least value. If a
+  release moves `draw_bytes`, each chunk is drawn as `st.binary` of its size through the test
+  case's `draw`: the same choices in the same order (the runs a seed makes stay the same),
+  slower.
 - `stopped_by_hypothesis`: whether Hypothesis's `StopTest` (`hypothesis.errors`, not
   documented) is in flight while a run is torn down (`runs.StoppedRunFailure` says why).
   If a release renames it, no run is taken for stopped, and a failure found in the settle
   phase of an overrun run is lost again, as before issue #43.
 The release is pinned in pyproject.toml. `stopped_by_hypothesis` is held by
 `tests/test_fuzz_liveness.py`, which overruns a run for real; `draw_the_one_rule` and
-`integer_drawer` by `tests/test_hypothesis_shim.py` (a machine's one rule is drawn without a
-choice; the drawer's choices are the choices `st.integers` makes, and shrink like them).
+`bytes_drawer` by `tests/test_hypothesis_shim.py` (a machine's one rule is drawn without a
+choice; the drawer draws one choice of the size asked, and the integers read from it shrink
+as `st.integers` choices do).
 `reproducible.py`, the third touch of internals, has its own module: it wraps a campaign, not
 a machine.
 """
@@ -60,17 +64,44 @@ def draw_the_one_rule(machine: Any) -> bool:
 
 
 IntegerDrawer = Callable[[int, int], int]
-"""Draws an integer in [lo, hi], inclusive, as one choice of the test case; it shrinks to lo."""
+"""Draws an integer in [lo, hi], inclusive; it shrinks to lo (`ByteChoices` is one)."""
 
 
-def integer_drawer() -> IntegerDrawer:
-    """The drawer of the test case Hypothesis is running (InvalidArgument outside one): its
-    `draw_integer`, or where this Hypothesis has none, `st.integers(lo, hi)` drawn in it."""
+BytesDrawer = Callable[[int], bytes]
+"""Draws `size` bytes as one choice of the test case; it shrinks towards zero bytes."""
+
+
+def bytes_drawer() -> BytesDrawer:
+    """The bytes drawer of the test case Hypothesis is running (InvalidArgument outside one):
+    its `draw_bytes` for exactly `size` bytes, or where this Hypothesis has none,
+    `st.binary` of that size drawn in it."""
     data: Any = current_build_context().data
-    raw = getattr(data, "draw_integer", None)
+    raw = getattr(data, "draw_bytes", None)
     if callable(raw):
-        return raw  # type: ignore[no-any-return]
-    return lambda lo, hi: data.draw(st.integers(lo, hi))  # pragma: no cover
+        return lambda size: raw(size, size)
+    return lambda size: data.draw(st.binary(min_size=size, max_size=size))  # pragma: no cover
+
+
+class ByteChoices:
+    """Integers in [lo, hi] (a range of at most 2**16 values) read in turn from bytes choices
+    of the test case (`BytesDrawer`), two bytes each, so that shrinking the bytes towards zero
+    shrinks each integer towards lo; a new choice of `chunk` bytes is drawn when the last is
+    spent. An `IntegerDrawer`."""
+
+    __slots__ = ("_at", "_chunk", "_data", "_draw_bytes")
+
+    def __init__(self, draw_bytes: BytesDrawer, chunk: int) -> None:
+        self._draw_bytes = draw_bytes
+        self._chunk = chunk
+        self._data = b""
+        self._at = 0
+
+    def __call__(self, lo: int, hi: int) -> int:
+        at = self._at
+        if at + 2 > len(self._data):
+            self._data, at = self._draw_bytes(self._chunk), 0
+        self._at = at + 2
+        return lo + ((self._data[at] << 8) | self._data[at + 1]) % (hi - lo + 1)
 
 
 def stopped_by_hypothesis() -> bool:

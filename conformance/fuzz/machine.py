@@ -5,24 +5,27 @@ verbs are what can happen in a cluster: a producer sends a record, a consumer re
 follower's fetcher runs, the network delivers, reorders, drops or duplicates a message or
 partitions two nodes, time passes, a leader shrinks its ISR, a broker crashes, loses power or
 restarts, the controller detects a failure or elects a leader. Hypothesis sees one rule,
-`act`: each step it draws a kind among the kinds enabled now (`KINDS`, `draw_kind`), and the
-verb of that kind takes one of the steps the simulator has enabled now (`CHOICES`), by an
-index drawn too, so that a failing run shrinks. Each draw is one integer choice of the test
-case (`hypothesis_shim`): Hypothesis evaluates no precondition and draws no rule, which was
-half of a step's time when each verb was a rule of its own. Every step goes through the
-recorder, so every run is an ITF trace in the spec's vocabulary, and through the run's
-`Judge` (`judges.checked_steps.apply_checked`): the invariants after every spec action,
-Kafka's rules on the clock, the client's answers.
+`act`, which takes `BURST` steps of the run: each draws a kind among the kinds enabled now
+(`KINDS`, `draw_kind`), and the verb of that kind takes one of the steps the simulator has
+enabled now (`CHOICES`), by an index drawn too, so that a failing run shrinks. The integers
+drawn are read from bytes choices of the test case (`hypothesis_shim.ByteChoices`): one
+Hypothesis step and one choice serve eight of the machine's steps, and Hypothesis evaluates
+no precondition and draws no rule. Hypothesis's own loop and one choice per integer were
+half of a step's time when each step was a Hypothesis step (docs/fuzzing.md). Every step
+goes through the recorder, so every run is an ITF trace in the spec's vocabulary, and through
+the run's `Judge` (`judges.checked_steps.apply_checked`): the invariants after every spec
+action, Kafka's rules on the clock, the client's answers.
 Every run ends by settling the cluster (`settle`): the faults end, replication catches up,
 and a run whose cluster does not (no leader, a follower behind, a produce never answered)
 fails like an invariant (`judges.liveness`).
 
-Each run starts with a plan (`ReplicationMachine.plan` draws it, `plan.plan_run` decides it),
+Each run starts with a plan (`ReplicationMachine.plan` draws it at the run's first step, from
+the same bytes, and makes the run's cluster; `plan.plan_run` decides it),
 like a small spec config: a few records and faults (at most `max_faults`), maybe of one kind
 only, maybe no flushes, and a priority per node. The machine follows it: faults strike only
 just after the replication state moved (`plan.stirred_by`), scheduling rules favour
 high-priority nodes (`plan.urgency`), and a fault may be a change point of the priorities.
-The touches of Hypothesis's internals (one rule drawn without a choice, bare integer choices,
+The touches of Hypothesis's internals (one rule drawn without a choice, bare bytes choices,
 seeing a stopped run) go through `hypothesis_shim`.
 
 The rooms around it: `setup.FuzzSetup` says what a campaign allows, `choices.CHOICES` which
@@ -45,9 +48,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hypothesis import strategies as st
 from hypothesis import target
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from kreplica.conformance.bridge.local_partitions import LOCAL_RECORDS, local_partition
 from kreplica.conformance.bridge.projection import CLIENT, CONTROLLER, NO_LEADER, log_start_of
@@ -62,9 +64,11 @@ from kreplica.conformance.fuzz.choices import (
 from kreplica.conformance.fuzz.corpus_writer import CorpusError
 from kreplica.conformance.fuzz.guidance import AbstractState, abstract_state
 from kreplica.conformance.fuzz.hypothesis_shim import (
+    ByteChoices,
+    BytesDrawer,
     IntegerDrawer,
+    bytes_drawer,
     draw_the_one_rule,
-    integer_drawer,
     stopped_by_hypothesis,
 )
 from kreplica.conformance.fuzz.plan import (
@@ -90,7 +94,6 @@ from kreplica.conformance.fuzz.setup import (
     CONFIG,
     COSTLY_KINDS,
     FETCH_MAX_RECORDS,
-    PICK,
     PICK_MAX,
     SCHEDULING_KINDS,
     TICK_MS,
@@ -102,6 +105,7 @@ from kreplica.conformance.replay.schedule import (
     variant_to_json,
 )
 from kreplica.conformance.tla.itf import ItfTrace
+from kreplica.impl.cluster import Cluster
 from kreplica.impl.config import BrokerConfig
 from kreplica.impl.messages import (
     EARLIEST_TIMESTAMP,
@@ -176,10 +180,15 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.corpus = campaign.corpus
         self.run_prefix = campaign.run_prefix
         self.max_gap = campaign.max_gap
+        self.max_steps = campaign.max_steps
+        self.rule_steps = 0
+        """The run's steps of `act` so far (at most `max_steps`)."""
         self.config = CONFIG
-        self.cluster = self.setup.schedule().cluster()
-        self.recorder = SpecRecorder(self.cluster, TP, {})
-        self.judge = Judge(self.recorder)
+        self.cluster: Cluster
+        self.recorder: SpecRecorder
+        self.judge: Judge
+        """The run's cluster, its recorder and judge: made once the plan says the config
+        (`start`, at the first step; for a run without a step, at its teardown)."""
         self.steps: list[Step] = []
         self._choices: dict[str, list[Step]] = {}
         self._now: dict[str, Any] = {}
@@ -196,8 +205,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         self._faulting = False
         self.produced: list[int] = []
         """The records produced that no consumer has read yet (`consume` reads one)."""
-        self._draw: IntegerDrawer | None = None
-        """Draws this run's choices (`act`)."""
+        self._bytes: BytesDrawer | None = None
+        """Draws the bytes this run's choices are read from (`act`)."""
         draw_the_one_rule(self)  # `act` draws the kind of step, not Hypothesis
         self._kinds_of: tuple[frozenset[str], list[str]] = (frozenset(), [])
         """The run's kinds (`kinds`) and the `KINDS` among them: what `enabled` asks about."""
@@ -206,9 +215,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.violation: Violation | None = None
         self.settled_from: int | None = None
         """The impl steps taken before the settle phase (None: it has not begun)."""
-        self._reached = abstract_state(self.recorder.state)
+        self._reached: AbstractState
         """The abstract state the last step reached."""
-        self.visited: set[AbstractState] = {self._reached}
+        self.visited: set[AbstractState] = set()
         """The abstract states this run reached (see `guidance`)."""
 
     def teardown(self) -> None:
@@ -219,6 +228,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         raise FuzzFailure if settling broke an invariant or a liveness requirement, or
         StoppedRunFailure if that is the campaign's first failure and Hypothesis, having
         stopped the run already (an overrun), would discard a FuzzFailure."""
+        if not hasattr(self, "cluster"):  # no step: the run's cluster as it starts
+            self.start()
         stopped = stopped_by_hypothesis()
         late = None
         if self.violation is None:
@@ -455,81 +466,79 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _nodes(self) -> list[int]:
         """The controller and the brokers."""
-        return [CONTROLLER, *self.cluster.broker_ids]
+        return [CONTROLLER, *range(1, self.setup.replicas + 1)]
 
-    @initialize(
-        faults=PICK,
-        timing=PICK,
-        focus=PICK,
-        records=PICK,
-        record_gap=PICK,
-        swarm=PICK,
-        order=st.integers(0, 719),
-        churn=PICK,
-    )
-    def plan(
-        self,
-        faults: int,
-        timing: int,
-        focus: int,
-        records: int,
-        record_gap: int,
-        swarm: int,
-        order: int,
-        churn: int,
-    ) -> None:
-        """Plan the run, like a small spec config (`plan.plan_run`), from what Hypothesis
-        drew, and follow the plan."""
+    def plan(self, draw: IntegerDrawer) -> None:
+        """Plan the run, like a small spec config (`plan.plan_run`), from what the run's first
+        step draws (before its steps), and follow the plan."""
+        faults, timing, focus, records, record_gap, swarm = (draw(0, PICK_MAX) for _ in range(6))
+        order, churn = draw(0, 719), draw(0, PICK_MAX)
         draws = Draws(faults, timing, focus, records, record_gap, swarm, order, churn)
-        self._follow(plan_run(self.setup, self._nodes(), self.max_gap, draws))
+        plan = plan_run(self.setup, self._nodes(), self.max_gap, draws)
+        self.start(CONFIG if plan.config is None else plan.config)
+        self._follow(plan)
 
     def _follow(self, plan: RunPlan) -> None:
-        """Take the run's budgets, rules, broker config and priorities from `plan` (before
-        the run's first step)."""
+        """Take the run's budgets, rules and priorities from `plan` (before the run's first
+        step, on the cluster `start` made with its config)."""
         self.faults, self.records = plan.faults, plan.records
         self.kinds, self.change_points = plan.kinds, plan.change_points
-        if plan.config is not None:
-            self._configure(plan.config)
         self.priority = plan.priority
         self.hasty, self.leader_changes = plan.hasty, plan.leader_changes
 
-    def _configure(self, config: BrokerConfig) -> None:
-        """Run on a cluster of brokers with `config` (before the run's first step)."""
+    def start(self, config: BrokerConfig = CONFIG) -> None:
+        """Make the run's cluster of brokers with `config`, its recorder and its judge, once,
+        before the run's first step: its plan does, at the first step of `act`; a test that
+        takes steps itself calls it first."""
         assert not self.steps, "a run's config is set in its plan"
         self.config = config
         self.cluster = self.setup.schedule(config=config).cluster()
         self.recorder = SpecRecorder(self.cluster, TP, {})
         self.judge = Judge(self.recorder)
         self._now = {}
+        self._reached = abstract_state(self.recorder.state)
+        self.visited = {self._reached}
 
     # ------------------------------------------------------------ the one rule
 
     @rule()
     def act(self) -> None:
-        """One step of the run: draw a kind of step (`draw_kind`), then its arguments
-        (`TAKE`), and take it. Hypothesis draws nothing else a step
-        (`hypothesis_shim.draw_the_one_rule`), and each draw is one integer choice of the test
-        case, which shrinks to 0: the first kind of `KINDS`, the first step."""
-        if self._draw is None:
-            self._draw = integer_drawer()
-        TAKE[self.draw_kind(self._draw)](self, self._draw)
+        """`BURST` steps of the run (fewer where the run reaches `max_steps`), each a kind of
+        step (`draw_kind`) and its arguments (`TAKE`), taken; at the run's first, its plan
+        (`plan`) first. Hypothesis draws nothing else a step
+        (`hypothesis_shim.draw_the_one_rule`): the integers come from bytes choices of the
+        test case (`ByteChoices`, `CHUNK_BYTES` at a time), and shrink to 0: the first kind
+        of `KINDS`, the first step."""
+        first = self._bytes is None
+        if self._bytes is None:
+            self._bytes = bytes_drawer()
+        draw = ByteChoices(self._bytes, CHUNK_BYTES)
+        if first:
+            self.plan(draw)
+        for _ in range(min(BURST, self.max_steps - self.rule_steps)):
+            self.rule_steps += 1
+            TAKE[self.draw_kind(draw)](self, draw)
 
     def draw_kind(self, draw: IntegerDrawer) -> str:
-        """A kind of step with a step to take now, about evenly among them, drawn as
-        Hypothesis drew a rule when each kind was a rule of its own (a filtered
-        `sampled_from`): up to three tries of a kind of `KINDS`, each taken if it has a step
-        (a few questions, not all); then one of the enabled kinds not tried, by a pick
-        modulo their number. A choice means the same kind in every state, so that the runs
-        Hypothesis makes by mutating earlier ones repeat the kinds that made them."""
-        tried: list[str] = []
-        for _ in range(3):
-            kind = KINDS[draw(0, len(KINDS) - 1)]
-            if kind not in tried:
-                if kind in self._now_enabled():
-                    return kind
-                tried.append(kind)
-        rest = [k for k in self.enabled() if k not in tried]
+        """A kind of step with a step to take now, evenly among them: up to `KIND_TRIES`
+        tries of a kind the run's plan allows, each taken if it has a step (a few questions,
+        not all); then one of the enabled kinds, by a pick modulo their number. A choice
+        means the same kind in every state where it has a step, so that the runs Hypothesis
+        makes by mutating earlier ones repeat the kinds that made them."""
+        kinds = self._run_kinds()
+        may = self._now_enabled()
+        for _ in range(KIND_TRIES):
+            kind = kinds[draw(0, len(kinds) - 1)]
+            if kind in may:
+                return kind
+        rest = self.enabled()
         return rest[draw(0, PICK_MAX) % len(rest)]
+
+    def _run_kinds(self) -> list[str]:
+        """The kinds of step (`KINDS`) the run's plan allows: the others never have a step."""
+        if self._kinds_of[0] is not self.kinds:  # the plan set the run's kinds
+            self._kinds_of = (self.kinds, [k for k in KINDS if k in self.kinds or k in VERBS])
+        return self._kinds_of[1]
 
     def _now_enabled(self) -> _Enabled:
         """Whether each kind has a step now, asked once per kind and step."""
@@ -542,10 +551,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         """The kinds of step (`KINDS`) the run may take now: a verb with a step to take."""
         found = self._now.get("enabled")
         if found is None:
-            if self._kinds_of[0] is not self.kinds:  # the plan set the run's kinds
-                self._kinds_of = (self.kinds, [k for k in KINDS if k in self.kinds or k in VERBS])
             may = self._now_enabled()
-            found = self._now["enabled"] = [k for k in self._kinds_of[1] if k in may]
+            found = self._now["enabled"] = [k for k in self._run_kinds() if k in may]
         return found
 
     def _may(self, kind: str) -> bool:
@@ -856,8 +863,8 @@ TAKE: dict[str, Callable[[ReplicationMachine, IntegerDrawer], None]] = {
     kind: SPECIAL.get(kind) or _take_pick(kind) for kind in ORDER
 }
 """How the one rule (`ReplicationMachine.act`) takes a step of each kind: it draws the verb's
-arguments, one integer choice each, in the order the verb takes them, and calls it. A verb
-that chooses among its enabled steps draws a pick."""
+arguments, one integer each, in the order the verb takes them, and calls it. A verb that
+chooses among its enabled steps draws a pick."""
 
 VERBS = frozenset({"produce", "refused_produce", "consume", "list_offsets", "tick"})
 """The kinds of step that are no rule of CHOICES: the client's and the clock's, always allowed."""
@@ -865,3 +872,16 @@ VERBS = frozenset({"produce", "refused_produce", "consume", "list_offsets", "tic
 KINDS = ORDER
 """The kinds of step the one rule draws among (`ReplicationMachine.draw_kind`), each a verb of
 the machine. A failing run shrinks towards the first."""
+
+BURST = 8
+"""The machine's steps per Hypothesis step (`act`): Hypothesis's stateful loop costs about as
+much as a step of the simulator and its judges (docs/fuzzing.md), so eight share one."""
+
+KIND_TRIES = len(KINDS)
+"""Tries of a kind before `draw_kind` asks every kind whether it has a step: a try asks one
+kind, once a step, and a draw costs little."""
+
+CHUNK_BYTES = 128
+"""The bytes of one choice the integers of `act` are read from (`ByteChoices`, two bytes an
+integer): eight steps of about seven integers each, the plan's eight; more are drawn when
+they run out."""

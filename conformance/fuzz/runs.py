@@ -162,6 +162,8 @@ class Campaign:
     """The campaign's part of each run's trace id."""
     max_gap: int = 20
     """The longest gap between two faults, or two records: max steps / (max_faults + 1)."""
+    max_steps: int = 100
+    """The steps of a run (the machine's, several to each of Hypothesis's: `machine.BURST`)."""
 
 
 def merged_stats(parts: Sequence[RunStats]) -> RunStats:
