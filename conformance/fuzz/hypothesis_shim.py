@@ -25,8 +25,8 @@ them only through this module, and each use says what is lost when a release mov
 The release is pinned in pyproject.toml. `stopped_by_hypothesis` is held by
 `tests/test_fuzz_liveness.py`, which overruns a run for real; `draw_the_one_rule` and
 `bytes_drawer` by `tests/test_hypothesis_shim.py` (a machine's one rule is drawn without a
-choice; the drawer draws one choice of the size asked, and the integers read from it shrink
-as `st.integers` choices do).
+choice; the drawer draws one choice of the size asked, and each integer read from it shrinks
+as far as it goes alone).
 `reproducible.py`, the third touch of internals, has its own module: it wraps a campaign, not
 a machine.
 """

@@ -510,8 +510,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         test case (`ByteChoices`, `CHUNK_BYTES` at a time), and shrink to 0: the first kind
         of `KINDS`, the first step."""
         first = self._bytes is None
-        if self._bytes is None:
-            self._bytes = bytes_drawer()
+        self._bytes = self._bytes or bytes_drawer()
         draw = ByteChoices(self._bytes, CHUNK_BYTES)
         if first:
             self.plan(draw)

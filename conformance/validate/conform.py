@@ -431,9 +431,9 @@ def run_spark(run: SparkRun, out: Path, progress: Progress) -> int:
     interrupted = threading.Event()
     restore = on_interrupt(lambda: cancel_job(sc, interrupted))
     try:
-        for path in run.ship if shipping else ():
-            sc.addFile(str(path))
         if shipping:
+            for path in run.ship:
+                sc.addFile(str(path))
             ship(sc)
         job = TaskJob(run.settings, run.batch_size, run.fail_first_attempts, shipping)
         parts = _fresh(out.resolve() / PARQUET)
