@@ -302,7 +302,7 @@ def test_ctrl_c_stops_every_jvm_and_exits_130(run_dir: Path) -> None:
         harness.kill()  # its JVMs die with it (PR_SET_PDEATHSIG), so later tests find free ports
         harness.communicate()
         pytest.fail("the harness did not exit within 60 s of SIGINT")
-    assert harness.returncode == 130
+    assert harness.returncode == 130, stderr[-3000:]
     assert one_error_line(stderr) == "kreplica: error: interrupted"
 
 
