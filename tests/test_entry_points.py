@@ -76,6 +76,7 @@ CASES = [
     kreplica("bench", "impl", "--brokers", "2", names="--brokers"),
     kreplica("bench", "checkpoints", "--examples", "0", names="--examples"),
     kreplica("bench", "search", "--seconds", "0", names="--seconds"),
+    kreplica("bench", "search", "--examples", "0", names="--examples"),
     kreplica("bench", "kafka", "--schedule", "{tmp}/nope.json", names="{tmp}/nope.json"),
     kreplica("bench", "kafka", "--runs", "0", names="--runs"),
     kreplica("bench", "kafka-agent", "--agent", "{tmp}/nope.jar", names="{tmp}/nope.jar"),

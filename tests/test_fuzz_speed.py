@@ -298,3 +298,17 @@ def test_the_hypothesis_floor_counts_the_draws_it_was_asked_for() -> None:
     assert acts <= choices <= 2 * acts  # a chunk a Hypothesis step, rarely two
     few, many = hf.floor(1, examples=30, max_steps=30), hf.floor(12, examples=30, max_steps=30)
     assert few.steps > 0 and many.steps > 0 and many.micros > few.micros
+
+
+def test_a_search_campaign_stops_at_its_runs_or_its_seconds() -> None:
+    """`kreplica bench search --examples N`: a campaign takes at most about N runs (Hypothesis
+    counts the valid ones) however long it may search, and stops at its seconds however many
+    it may take."""
+    from kreplica.conformance.bench import search
+
+    (correct,) = search.modes_named(["correct"])
+    few = search.campaign(correct, 0, seconds=60, examples=20)
+    assert 20 <= few.runs < 40 and few.final > 0
+    assert few.points[-1][0] < 30  # it stopped at its runs, long before its seconds
+    short = search.campaign(correct, 0, seconds=1, examples=100_000)
+    assert short.runs < 5_000 and short.points[-1][0] <= 1.5

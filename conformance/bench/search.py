@@ -6,12 +6,14 @@ guided (`--guided`, `fuzz.guided`), and the correct protocol steered by Hypothes
 For each seed, one campaign of each mode (`MODES`) with the default options, one after the
 other, so that every mode of a seed runs under about the same load, each searching the same
 number of seconds (the campaign's `--time-limit`, which the stages share equally) or until
-the default 3,000 runs. A campaign's coverage is the distinct abstract states of the replicas'
+its runs (`--examples`, the default 3,000; since the fuzzer takes eight steps per Hypothesis
+step a default campaign takes its 3,000 runs in under 30 s, so a comparison against time
+asks for more). A campaign's coverage is the distinct abstract states of the replicas'
 views (`fuzz.guidance`) its runs reached, over all its stages (`guidance.joint_curve`), against
 the seconds since it started. The curves are drawn into one picture, a colour per mode and a
 line per seed, and the final counts are a table. `curves`, `draw` and `rows` are the engine of
 
-    kreplica bench search [--seconds 60] [--seeds 3] [--modes LIST]
+    kreplica bench search [--seconds 60] [--seeds 3] [--examples 3000] [--modes LIST]
         [--picture docs/img/search-coverage.png] [--markdown]
 """
 
@@ -96,10 +98,13 @@ def modes_named(names: Sequence[str]) -> tuple[Mode, ...]:
     return tuple(m for m in MODES if m.name in names)
 
 
-def campaign(mode: Mode, seed_value: int, seconds: float) -> Curve:
-    """A campaign of `mode` with the default options, searching for `seconds`."""
+def campaign(
+    mode: Mode, seed_value: int, seconds: float, examples: int = DEFAULT_EXAMPLES
+) -> Curve:
+    """A campaign of `mode` with the default options but `examples` runs at most, searching
+    for `seconds`."""
     before = os.getloadavg()[0]
-    stages = plan(FuzzSetup(guided=mode.target), mode.stages, DEFAULT_EXAMPLES, seconds)
+    stages = plan(FuzzSetup(guided=mode.target), mode.stages, examples, seconds)
     if mode.guided:
         result = run_guided(stages, DEFAULT_STEPS, seed_value, shrink=False, time_limit=seconds)
     else:
@@ -111,11 +116,14 @@ def campaign(mode: Mode, seed_value: int, seconds: float) -> Curve:
     return Curve(mode.name, seed_value, tuple(joint_curve(parts)), result.stats.runs, load, found)
 
 
-def curves(seconds: float, seeds: int, modes: Sequence[Mode] = MODES) -> Iterator[Curve]:
-    """For each seed 0..seeds-1, a campaign of each mode in turn; each curve as it ends."""
+def curves(
+    seconds: float, seeds: int, modes: Sequence[Mode] = MODES, examples: int = DEFAULT_EXAMPLES
+) -> Iterator[Curve]:
+    """For each seed 0..seeds-1, a campaign of each mode in turn (`examples` runs at most);
+    each curve as it ends."""
     for seed_value in range(seeds):
         for mode in modes:
-            yield campaign(mode, seed_value, seconds)
+            yield campaign(mode, seed_value, seconds, examples)
 
 
 def draw(found: Sequence[Curve], seconds: float, path: Path) -> None:
