@@ -276,11 +276,19 @@ def test_a_start_timeout_is_one_line_exit_3_and_stops_every_jvm(run_dir: Path) -
     assert "was not ready within 0.5s" in one_error_line(done.stderr)
 
 
+def _ctrl_c_acts() -> None:
+    """In the child before it runs the harness: Ctrl-C's default action, as a terminal's
+    foreground command has it. A suite started in the background by a shell without job control
+    (`make test &`, nohup) ignores SIGINT, every process it starts inherits that, and a harness
+    that inherits it rightly ignores Ctrl-C: a background job's convention, not this test's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_and_wait_for_jvms(run_dir: Path, schedule: Path) -> subprocess.Popen[str]:
     harness = subprocess.Popen(
         [*KREPLICA, "kafka", "run", str(schedule), "--workdir", str(run_dir),
          "--port-base", str(PORT_BASE)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_acts,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while len(jvms_of(run_dir)) < 2:
